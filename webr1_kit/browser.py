@@ -1,0 +1,504 @@
+"""The async browser environment: one Chromium, many isolated episodes.
+
+    async with Browser() as browser:              # one Chromium process
+        env = BrowserEnv(browser)                  # one episode at a time, own context
+        obs = await env.reset(task, seed=0)
+        obs, reward, done, info = await env.step('do(action="Click", element="3")')
+
+Everything is `playwright.async_api`, so it runs under Jupyter's event loop with a
+plain `await`. Each reset opens a fresh browser context (own cookies, storage and
+tabs), so parallel episodes on one browser never see each other.
+
+What `step` does with problems:
+- the agent's fault (malformed action, unknown or hidden element, a blocked
+  navigation, a timeout): the step completes, the observation's `error` tells the
+  agent, and `info["error_kind"]` counts it;
+- the infrastructure's fault (browser or page crashed, start page or server
+  failing): `InfraError` is raised, so the rollout can record, retry or drop the
+  episode; it is never turned into reward 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .actions import Action, ActionError, describe, execute, parse_action
+from .config import EnvConfig
+from .observation import ID_ATTR, Observation, observe
+from .tasks.task import Task, Verdict
+
+LAUNCH_ARGS = (
+    "--no-sandbox",  # needed when running as root (CI, containers)
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",  # no calls home: the machine may have no network
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+SYSTEM_BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+MAC_BROWSERS = (
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+    "/Applications/Chromium.app/Contents/MacOS/Chromium",
+)
+
+NO_BROWSER_HELP = """no Chromium or Chrome browser was found. Get one in any of these ways:
+  - python -m playwright install chromium      (Playwright's own build; needs network)
+  - apt-get install chromium                    (Debian/Ubuntu system package)
+  - install Google Chrome
+  - or point the kit at an executable: EnvConfig(browser_path=...) or WEBR1_BROWSER=/path/to/chrome"""
+
+
+class InfraError(RuntimeError):
+    """The browser, the page or the site failed. Not the agent's fault: never reward 0."""
+
+
+class BrowserNotFound(InfraError):
+    pass
+
+
+class Step(NamedTuple):
+    observation: Observation
+    reward: float
+    done: bool
+    info: dict[str, Any]
+
+
+def find_browser(configured: str | None = None, playwright_path: str | None = None) -> str:
+    """Path of the browser to launch: configured path, $WEBR1_BROWSER, Playwright's own,
+    then a system Chromium/Chrome. Raises BrowserNotFound with install instructions."""
+    for candidate in (configured, os.environ.get("WEBR1_BROWSER")):
+        if candidate:
+            if Path(candidate).is_file() and os.access(candidate, os.X_OK):
+                return candidate
+            resolved = shutil.which(candidate)
+            if resolved:
+                return resolved
+            raise BrowserNotFound(f"the configured browser {candidate!r} does not exist or is not executable")
+    if playwright_path and Path(playwright_path).is_file():
+        return playwright_path
+    for name in SYSTEM_BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    for path in MAC_BROWSERS:
+        if Path(path).is_file():
+            return path
+    raise BrowserNotFound(NO_BROWSER_HELP)
+
+
+class Browser:
+    """One Chromium process shared by many environments (each gets its own context)."""
+
+    def __init__(self, config: EnvConfig | None = None):
+        self.config = config or EnvConfig()
+        self._pw: Any = None
+        self._browser: Any = None
+        self.executable: str | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> "Browser":
+        async with self._lock:
+            if self._browser is None:
+                await self._launch()
+        return self
+
+    async def ensure_alive(self) -> None:
+        """Start a new Chromium if the current one died (safe to call from many episodes at once)."""
+        async with self._lock:
+            if self._browser is not None and self._browser.is_connected():
+                return
+            await self._shutdown()
+            await self._launch()
+
+    async def _launch(self) -> None:
+        from playwright.async_api import async_playwright
+
+        self._pw = await async_playwright().start()
+        try:
+            self.executable = find_browser(self.config.browser_path, self._pw.chromium.executable_path)
+            self._browser = await self._pw.chromium.launch(
+                executable_path=self.executable, headless=self.config.headless, args=list(LAUNCH_ARGS)
+            )
+        except BaseException:
+            await self._pw.stop()
+            self._pw = None
+            raise
+
+    @property
+    def connected(self) -> bool:
+        return self._browser is not None and self._browser.is_connected()
+
+    async def new_context(self) -> Any:
+        """A fresh, isolated browser context (own cookies, storage, tabs)."""
+        if self._browser is None:
+            await self.start()
+        if not self._browser.is_connected():
+            raise InfraError("the browser process is gone (crashed or closed)")
+        cfg = self.config
+        ctx = await self._browser.new_context(
+            viewport={"width": cfg.viewport_width, "height": cfg.viewport_height},
+            service_workers="block",
+        )
+        ctx.set_default_timeout(cfg.action_timeout_ms)
+        ctx.set_default_navigation_timeout(cfg.navigation_timeout_ms)
+        return ctx
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        if self._browser is not None:
+            try:
+                await self._browser.close()
+            except Exception:  # already gone
+                pass
+            self._browser = None
+        if self._pw is not None:
+            try:
+                await self._pw.stop()
+            except Exception:
+                pass
+            self._pw = None
+
+    async def __aenter__(self) -> "Browser":
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+def _prefix_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    """A regex matching every URL *outside* the allowed prefixes (and not about:blank).
+
+    Routing by regex keeps allowed requests inside the browser: only blocked ones
+    reach Python.
+    """
+    alts = []
+    for p in prefixes:
+        p = p if p.endswith("/") else p + "/"
+        alts.append(re.escape(p))
+        alts.append(re.escape(p[:-1]) + r"(?:[?#]|$)")
+    return re.compile(r"^(?!(?:" + "|".join(alts + [r"about:blank", r"data:image/"]) + r"))")
+
+
+class BrowserEnv:
+    """An async, Gymnasium-shaped web environment: `reset(task, seed)` and `step(action_text)`.
+
+    Pass a shared `Browser` to run many environments on one Chromium. Without one,
+    the environment starts (and owns) its own.
+    """
+
+    def __init__(self, browser: Browser | None = None, config: EnvConfig | None = None):
+        self.config = config or (browser.config if browser else EnvConfig())
+        self.browser = browser or Browser(self.config)
+        self._owns_browser = browser is None
+        self.context: Any = None
+        self.pages: list[Any] = []
+        self.active = 0
+        self.task: Task | None = None
+        self.suite: Any = None
+        self.seed: int | None = None
+        self.intent = ""
+        self.done = True
+        self.steps = 0
+        self.errors: Counter[str] = Counter()
+        self._ids: set[int] = set()
+        self._allowed: re.Pattern[str] | None = None
+        self._prefixes: tuple[str, ...] = ()
+        self._blocked: list[str] = []
+        self._notes: list[str] = []
+        self._server_errors: list[str] = []
+        self._crashed = False
+        self._watched: list[Any] = []
+
+    # ------------------------------------------------------------------ pages
+
+    @property
+    def page(self) -> Any:
+        return self.pages[self.active]
+
+    async def switch_tab(self, index: int) -> None:
+        if not 0 <= index < len(self.pages):
+            raise ActionError("invalid_argument", f"there is no tab {index}; open tabs are 0..{len(self.pages) - 1}")
+        self.active = index
+        await self.page.bring_to_front()
+
+    async def locate(self, element: int | None) -> Any:
+        """The Playwright locator of a numbered element from the last observation."""
+        if element is None or element not in self._ids:
+            raise ActionError("unknown_element", f"there is no element {element} in the current observation")
+        loc = self.page.locator(f'[{ID_ATTR}="{int(element)}"]')
+        if await loc.count() == 0:
+            raise ActionError("detached_element", f"element {element} is no longer on the page")
+        loc = loc.first
+        if not await loc.is_visible():
+            raise ActionError("hidden_element", f"element {element} is not visible")
+        return loc
+
+    def _allowed_url(self, url: str) -> bool:
+        return self._allowed is None or not self._allowed.match(url)
+
+    def _on_page(self, page: Any) -> None:
+        if any(page is w for w in self._watched):
+            return
+        self._watched.append(page)
+        page.on("dialog", self._on_dialog)
+        page.on("crash", lambda _: setattr(self, "_crashed", True))
+        page.on("response", self._on_response)
+        page.on("console", self._on_console)
+        if page not in self.pages:  # a tab opened by the page (target=_blank, window.open)
+            self.pages.append(page)
+            self.active = len(self.pages) - 1
+            self._notes.append(f"a new tab opened and is now the current one (tab {self.active})")
+
+    async def _on_dialog(self, dialog: Any) -> None:
+        self._notes.append(f"a dialog ({dialog.type}) said {dialog.message[:200]!r} and was accepted")
+        try:
+            await dialog.accept()
+        except Exception:  # the page went away meanwhile
+            pass
+
+    def _on_response(self, response: Any) -> None:
+        try:
+            req = response.request
+            if response.status >= 500 and req.is_navigation_request() and req.frame.parent_frame is None:
+                self._server_errors.append(f"{response.url} answered HTTP {response.status}")
+        except Exception:  # detached frame
+            pass
+
+    def _on_console(self, message: Any) -> None:
+        # Chromium refuses file:// navigations from web pages without any request
+        # that routing could see; its console message is the only trace.
+        text = message.text
+        if text.startswith("Not allowed to load local resource:"):
+            self._blocked.append(text.split(":", 1)[1].strip())
+
+    async def _guard(self, route: Any) -> None:
+        """Abort requests outside the task's allowed origins; remember blocked navigations."""
+        req = route.request
+        try:
+            main_frame = req.frame.parent_frame is None
+        except Exception:  # e.g. a new tab's request before its frame exists
+            main_frame = True
+        if req.is_navigation_request() and main_frame:
+            self._blocked.append(req.url)
+            # A 204 answer cancels the navigation and leaves the current page as it was
+            # (aborting would commit Chromium's error page instead).
+            await route.fulfill(status=204, body="")
+        else:
+            await route.abort("blockedbyclient")
+
+    # ------------------------------------------------------------------ episode
+
+    async def reset(self, task: Task, seed: int | None = None) -> Observation:
+        """Start an episode of `task` in a fresh context and return the first observation.
+
+        `seed` fixes the page's randomness where the suite supports it (MiniWoB++).
+        Raises InfraError when the browser or the start page fails.
+        """
+        from .tasks import get_suite
+
+        await self._close_context()
+        self.task, self.suite = task, get_suite(task.suite)
+        self.seed = seed if seed is not None else random.randrange(2**31)
+        self.steps, self.done = 0, False
+        self.errors = Counter()
+        self._ids, self._blocked, self._notes, self._server_errors = set(), [], [], []
+        self._crashed, self._watched = False, []
+        self.context = await self.browser.new_context()
+        self._prefixes = self.suite.origins(task)
+        self._allowed = _prefix_pattern(self._prefixes)
+        await self.context.route(self._allowed, self._guard)
+        page = await self.context.new_page()
+        self.pages, self.active = [page], 0
+        self._on_page(page)
+        self.context.on("page", self._on_page)
+        url = self.suite.start_url(task)
+        try:
+            response = await page.goto(url, wait_until="load")
+        except Exception as exc:
+            raise InfraError(f"{task.task_id}: start page {url} failed to load: {_first_line(exc)}") from None
+        if response is not None and response.status >= 400:
+            raise InfraError(f"{task.task_id}: start page {url} answered HTTP {response.status}")
+        try:
+            self.intent = await self.suite.prepare(page, task, self.seed)
+        except InfraError:
+            raise
+        except Exception as exc:
+            raise InfraError(f"{task.task_id}: could not start the task: {_first_line(exc)}") from None
+        self._notes = []
+        return await self._observe(None)
+
+    async def step(self, action_text: str) -> Step:
+        """Parse and perform one action; return (observation, reward, done, info).
+
+        The reward is the task's binary verdict once the episode ends, else 0.
+        """
+        if self.done or self.task is None:
+            raise RuntimeError("the episode is over: call reset() first")
+        self.steps += 1
+        info: dict[str, Any] = {"step": self.steps, "action": None, "error_kind": None, "answer": None}
+        error: str | None = None
+        action: Action | None = None
+        self._blocked, self._server_errors = [], []
+        url_before = self.page.url
+        try:
+            action = parse_action(action_text)
+            info["action"] = describe(action)
+            await execute(self, action)
+            await self._settle()
+        except ActionError as exc:
+            error, info["error_kind"] = str(exc), exc.kind
+        except Exception as exc:
+            self._raise_if_infra(exc)
+            kind, error = _classify(exc, action)
+            info["error_kind"] = kind
+        self._raise_if_infra(None)
+        if self._blocked or not self._allowed_url(self.page.url):
+            target = self._blocked[0] if self._blocked else self.page.url
+            await self._return_to_allowed(url_before)
+            error = f"navigation to {target} was blocked: it is outside this task's websites"
+            info["error_kind"] = "blocked_navigation"
+        if info["error_kind"]:
+            self.errors[info["error_kind"]] += 1
+        info["invalid_action"] = info["error_kind"] is not None
+        info["errors"] = dict(self.errors)
+
+        ended_by_agent = action is not None and action.name == "exit" and error is None
+        if ended_by_agent:
+            info["answer"] = action.argument
+        self.done = ended_by_agent or await self._page_done()
+        reward = 0.0
+        if self.done:
+            verdict = await self._evaluate(info["answer"])
+            reward = verdict.reward
+            info["verdict"] = verdict.to_dict()
+        obs = await self._observe(error)
+        return Step(obs, reward, self.done, info)
+
+    async def evaluate(self, answer: str | None = None) -> Verdict:
+        """Score the current state (e.g. when the turn limit ends an episode without exit)."""
+        verdict = await self._evaluate(answer)
+        self.done = True
+        return verdict
+
+    async def close(self) -> None:
+        await self._close_context()
+        if self._owns_browser:
+            await self.browser.close()
+
+    async def __aenter__(self) -> "BrowserEnv":
+        await self.browser.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ internals
+
+    async def _observe(self, error: str | None) -> Observation:
+        try:
+            tabs = [await p.title() for p in self.pages]
+            obs = await observe(
+                self.page, self.config, tabs=tabs, active_tab=self.active, error=error,
+                notes=self._notes, exclude=self.suite.exclude,
+            )
+        except Exception as exc:
+            self._raise_if_infra(exc)
+            raise InfraError(f"could not observe {self.page.url}: {_first_line(exc)}") from None
+        self._notes = []
+        self._ids = {e.id for e in obs.elements}
+        return obs
+
+    async def _settle(self) -> None:
+        """Let a navigation started by the action finish loading (DOM ready)."""
+        try:
+            await self.page.wait_for_load_state("domcontentloaded", timeout=self.config.navigation_timeout_ms)
+        except Exception as exc:
+            self._raise_if_infra(exc)
+            raise InfraError(f"page {self.page.url} did not finish loading: {_first_line(exc)}") from None
+
+    async def _page_done(self) -> bool:
+        try:
+            return bool(await self.suite.done(self.page, self.task))
+        except Exception as exc:
+            self._raise_if_infra(exc)
+            return False  # the page went elsewhere; the episode continues until exit or the turn limit
+
+    async def _evaluate(self, answer: str | None) -> Verdict:
+        from .tasks.evaluators import EvaluationUnavailable
+
+        try:
+            return await self.suite.evaluate(self.page, self.context, self.task, answer)
+        except EvaluationUnavailable as exc:
+            raise InfraError(f"{self.task.task_id}: not evaluated: {exc}") from None
+        except Exception as exc:
+            self._raise_if_infra(exc)
+            raise InfraError(f"{self.task.task_id}: evaluation failed: {_first_line(exc)}") from None
+
+    async def _return_to_allowed(self, url_before: str) -> None:
+        """After a blocked navigation, go back to where the agent was (closing stray tabs)."""
+        for p in list(self.pages):
+            if len(self.pages) > 1 and not self._allowed_url(p.url):
+                self.pages.remove(p)
+                await p.close()
+        self.active = min(self.active, len(self.pages) - 1)
+        if not self._allowed_url(self.page.url):
+            try:
+                await self.page.goto(url_before, wait_until="load")
+            except Exception as exc:
+                self._raise_if_infra(exc)
+                raise InfraError(f"could not return to {url_before} after a blocked navigation") from None
+
+    def _raise_if_infra(self, exc: BaseException | None) -> None:
+        if isinstance(exc, InfraError):
+            raise exc
+        if self._crashed:
+            raise InfraError("the page crashed")
+        if not self.browser.connected:
+            raise InfraError("the browser process is gone (crashed or closed)")
+        if self.page.is_closed():
+            raise InfraError("the page was closed")
+        if self._server_errors:
+            raise InfraError("server error: " + "; ".join(self._server_errors))
+        if exc is not None and "Target page, context or browser has been closed" in str(exc):
+            raise InfraError(_first_line(exc))
+
+    async def _close_context(self) -> None:
+        if self.context is not None:
+            try:
+                await self.context.close()
+            except Exception:  # browser already gone
+                pass
+        self.context, self.pages, self.active = None, [], 0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def _classify(exc: Exception, action: Action | None) -> tuple[str, str]:
+    """Turn a Playwright error from an agent's action into (kind, message for the agent)."""
+    what = f"{action.name} on element {action.element}" if action and action.element is not None else (
+        action.name if action else "the action")
+    text = str(exc)
+    if type(exc).__name__ == "TimeoutError" or "Timeout" in text.splitlines()[0]:
+        reason = ""
+        for hint in ("intercepts pointer events", "not visible", "not enabled", "not editable", "not stable"):
+            if hint in text:
+                reason = f" (element {hint})" if hint != "intercepts pointer events" else " (another element covers it)"
+                break
+        return "timeout", f"{what} timed out{reason}"
+    if "not an <input>" in text or "Element is not" in text or "is not a <select>" in text:
+        return "invalid_target", f"{what} failed: {_first_line(exc).split(': ', 1)[-1]}"
+    return "action_failed", f"{what} failed: {_first_line(exc)}"

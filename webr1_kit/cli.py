@@ -1,0 +1,258 @@
+"""The `webr1` command.
+
+    webr1 tasks list --suite miniwob --json
+    webr1 eval --suite miniwob --tasks click-button,enter-text --policy scripted --episodes 16 --concurrency 8 --json
+    webr1 demo
+    webr1 doctor
+
+Every subcommand has --help. Heavy modules are imported inside the handlers so
+`webr1 --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _tasks_list(args: argparse.Namespace) -> int:
+    from .tasks import load_tasks
+
+    tasks = load_tasks(args.suite, split=args.split)
+    if args.json:
+        if args.suite == "miniwob":
+            print(json.dumps([t.task_id.split("/", 1)[1] for t in tasks]))
+        else:
+            print(json.dumps([t.to_dict() for t in tasks], indent=1))
+    else:
+        for t in tasks:
+            print(t.task_id + (f"  {t.intent[:80]}" if t.intent else ""))
+        print(f"{len(tasks)} tasks", file=sys.stderr)
+    return 0
+
+
+def _make_policy(name: str) -> Any:
+    if name == "scripted":
+        from .experts import MiniWoBExpert
+
+        return MiniWoBExpert()
+    raise SystemExit(f"webr1: unknown policy {name!r}. Available now: scripted")
+
+
+def _select_tasks(suite: str, names: str | None) -> list:
+    from .tasks import load_tasks
+
+    wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    return load_tasks(suite, names=wanted)
+
+
+def _env_config(args: argparse.Namespace) -> Any:
+    from .config import EnvConfig, from_dict
+
+    data: dict[str, Any] = {}
+    if getattr(args, "config", None):
+        data = _read_config(args.config).get("env", {})
+    if getattr(args, "observation", None):
+        data["observation"] = args.observation
+    if getattr(args, "screenshots", False):
+        data["screenshot"] = True
+    return from_dict(EnvConfig, data, where="env")
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"webr1: cannot read config {path}: {exc.strerror}") from None
+    try:
+        if p.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as exc:
+        raise SystemExit(f"webr1: config {path} is not valid {p.suffix.lstrip('.').upper() or 'JSON'}: {exc}") from None
+    if not isinstance(data, dict):
+        raise SystemExit(f"webr1: config {path} must hold a mapping of sections (e.g. env: ...)")
+    return data
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .aio import run
+    from .rollout import run_episodes
+    from .trajectory import write_jsonl
+
+    tasks = _select_tasks(args.suite, args.tasks)
+    cfg = _env_config(args)
+    policy = _make_policy(args.policy)
+    result = run(
+        run_episodes(
+            policy, tasks, episodes=args.episodes, concurrency=args.concurrency, max_turns=args.max_turns,
+            seed=args.seed, config=cfg, progress=not args.quiet,
+        )
+    )
+    metrics = {"suite": args.suite, "policy": args.policy, "seed": args.seed, **result.metrics}
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_jsonl(out / "trajectories.jsonl", result.trajectories)
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
+        from .config import to_dict
+
+        run_cfg = {"env": to_dict(cfg), "args": {k: v for k, v in vars(args).items() if k != "func"}}
+        (out / "config.json").write_text(json.dumps(run_cfg, indent=1))
+    if args.json:
+        print(json.dumps(metrics))
+    else:
+        _print_metrics(metrics)
+    return 0
+
+
+def _print_metrics(m: dict[str, Any]) -> None:
+    rate = m["success_rate"]
+    print(f"success rate  {rate:.3f}" if rate is not None else "success rate  n/a (no evaluated episodes)")
+    print(f"episodes      {m['episodes']} ({m['infra_failures']} infrastructure failures)")
+    print(f"mean turns    {m['mean_turns']:.2f}   invalid-action rate {m['invalid_action_rate']:.3f}")
+    print(f"time          {m['seconds']:.1f} s   ({m['episodes_per_s']} episodes/s)")
+    for task, r in m["per_task"].items():
+        print(f"  {task:<36} {r:.3f}")
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """Until the training pipeline lands, the main job runs the scripted policy on MiniWoB++."""
+    from .experts import MiniWoBExpert
+
+    print("webr1 demo: scripted policy on MiniWoB++ in a real headless Chromium", file=sys.stderr)
+    out = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
+    ns = argparse.Namespace(
+        suite="miniwob", tasks=",".join(MiniWoBExpert.TASKS), policy="scripted", episodes=args.episodes,
+        concurrency=args.concurrency, max_turns=10, seed=args.seed, json=False, quiet=False, out=str(out),
+        observation=None, screenshots=False, config=None,
+    )
+    rc = _eval(ns)
+    print(f"trajectories, metrics and config written to {out}/", file=sys.stderr)
+    return rc
+
+
+def _install_browser(args: argparse.Namespace) -> int:
+    from .install import install_browser
+
+    install_browser(allow_apt=not args.no_apt)
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    """Check the pieces the kit needs and say what is missing."""
+    import importlib.util
+    import platform
+
+    ok = True
+    print(f"python      {platform.python_version()}")
+    for mod in ("playwright", "miniwob", "torch", "transformers", "peft", "bitsandbytes"):
+        spec = importlib.util.find_spec(mod)
+        print(f"{mod:<11} {'installed' if spec else 'MISSING'}")
+        ok &= spec is not None or mod in ("bitsandbytes",)
+    from .aio import run
+    from .browser import Browser, BrowserNotFound
+
+    async def probe() -> str:
+        async with Browser() as b:
+            return f"{b.executable} (version {b._browser.version})"
+
+    try:
+        print(f"browser     {run(probe())}")
+    except BrowserNotFound as exc:
+        ok = False
+        print(f"browser     MISSING: {exc}")
+    from .tasks import miniwob
+
+    print(f"miniwob     {len(miniwob.task_names())} task pages in {miniwob.html_dir()}")
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="webr1",
+        description="webr1_kit: train small open LLMs into web agents with multi-turn RL (WebAgent-R1).",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    tasks = sub.add_parser("tasks", help="list the tasks of a suite")
+    tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION")
+    tsub.required = True
+    tl = tsub.add_parser("list", help="list tasks", description="List the tasks of a suite or task file.")
+    tl.add_argument("--suite", default="miniwob", help="suite name (miniwob) or a .json/.jsonl task file")
+    tl.add_argument("--split", default=None, help="split, for suites that have them")
+    tl.add_argument("--json", action="store_true", help="print JSON (task names for miniwob, records otherwise)")
+    tl.set_defaults(func=_tasks_list)
+
+    ev = sub.add_parser(
+        "eval", help="run a policy on tasks and report success",
+        description="Run episodes of a policy in a real headless Chromium and report success rate, "
+        "invalid-action rate, turns and infrastructure failures.",
+    )
+    ev.add_argument("--suite", default="miniwob", help="suite name (miniwob) or a .json/.jsonl task file")
+    ev.add_argument("--tasks", default=None, help="comma-separated task names/ids (default: all of the suite)")
+    ev.add_argument("--policy", default="scripted", help="policy to run: scripted (MiniWoB++ expert)")
+    ev.add_argument("--episodes", type=int, default=8, help="episodes per task (default 8)")
+    ev.add_argument("--concurrency", type=int, default=8, help="episodes running at once on one browser (default 8)")
+    ev.add_argument("--max-turns", type=int, default=15, help="turn limit per episode (default 15)")
+    ev.add_argument("--seed", type=int, default=0, help="fixes the episodes' seeds (default 0)")
+    ev.add_argument("--observation", choices=["html", "axtree"], help="observation format (default html)")
+    ev.add_argument("--screenshots", action="store_true", help="store a screenshot per step in the trajectories")
+    ev.add_argument("--config", help="JSON/YAML file with an `env:` section (EnvConfig fields)")
+    ev.add_argument("--out", help="directory for trajectories.jsonl, metrics.json and config.json")
+    ev.add_argument("--json", action="store_true", help="print one JSON object with the metrics")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.set_defaults(func=_eval)
+
+    demo = sub.add_parser(
+        "demo", help="the main job on the embedded defaults",
+        description="Run the scripted policy on five MiniWoB++ tasks and print the results "
+        "(the full BC + RL pipeline replaces this as it lands).",
+    )
+    demo.add_argument("--episodes", type=int, default=8, help="episodes per task (default 8)")
+    demo.add_argument("--concurrency", type=int, default=8, help="episodes at once (default 8)")
+    demo.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    demo.add_argument("--out", help="run directory (default runs/demo-<time>)")
+    demo.set_defaults(func=_demo)
+
+    ib = sub.add_parser("install-browser", help="find or install a Chromium the kit can drive",
+                        description="Use an existing browser if there is one; otherwise try Playwright's own "
+                        "build, then the system package (apt-get install chromium, as root).")
+    ib.add_argument("--no-apt", action="store_true", help="never call apt-get")
+    ib.set_defaults(func=_install_browser)
+
+    doc = sub.add_parser("doctor", help="check the browser, packages and task pages",
+                         description="Check that the browser, packages and MiniWoB++ pages are available.")
+    doc.set_defaults(func=_doctor)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .browser import BrowserNotFound, InfraError
+    from .config import ConfigError
+    from .tasks.task import TaskSchemaError
+
+    try:
+        return args.func(args)
+    except (ConfigError, TaskSchemaError, BrowserNotFound, ValueError) as exc:
+        print(f"webr1: error: {exc}", file=sys.stderr)
+        return 2
+    except InfraError as exc:
+        print(f"webr1: infrastructure failure: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

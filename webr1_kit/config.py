@@ -1,0 +1,163 @@
+"""Configuration as frozen dataclasses, one per concern.
+
+Every field has a docstring underneath it (CleanRL style). `field_docs` reads
+those docstrings so the CLI can show them in `--help`, and `from_dict` turns a
+JSON/YAML mapping into a config while naming any bad key or value.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+import textwrap
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+
+class ConfigError(ValueError):
+    """A configuration key or value is wrong; the message names it."""
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """How the browser environment runs and what the agent observes."""
+
+    observation: Literal["html", "axtree"] = "html"
+    """Observation format: "html" is the paper's simplified HTML with numbered
+    interactive elements; "axtree" is an accessibility-tree text with the same ids."""
+
+    max_obs_chars: int = 8000
+    """Size budget of the page text in characters. Longer pages are cut and the
+    observation says so (the token budget of the prompt is applied later, by the policy)."""
+
+    viewport_only: bool = True
+    """Only show elements inside the viewport, as the paper does; scrolling reveals the rest."""
+
+    viewport_width: int = 1280
+    """Browser viewport width in CSS pixels."""
+
+    viewport_height: int = 720
+    """Browser viewport height in CSS pixels."""
+
+    screenshot: bool = False
+    """Take a PNG screenshot (plus element boxes) every step, for replays. Costs ~30 ms a step."""
+
+    browser_path: str | None = None
+    """Chromium/Chrome executable to use. None: $WEBR1_BROWSER, then Playwright's own
+    browser, then a system Chromium or Chrome."""
+
+    headless: bool = True
+    """Run the browser without a window."""
+
+    action_timeout_ms: int = 3000
+    """How long an action may wait for its element to become actionable."""
+
+    navigation_timeout_ms: int = 15000
+    """How long a page load may take before it counts as an infrastructure failure."""
+
+    wait_ms: int = 1000
+    """How long the Wait action pauses."""
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Return {field name: docstring} for a dataclass whose fields have docstrings below them."""
+    return dict(_field_docs(cls))
+
+
+@functools.lru_cache(maxsize=None)
+def _field_docs(cls: type) -> tuple[tuple[str, str], ...]:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):  # source not available (e.g. frozen app)
+        return ()
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = []
+    for node, nxt in zip(body, body[1:]):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs.append((node.target.id, " ".join(nxt.value.value.split())))
+    return tuple(docs)
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A JSON-ready dict of a config (nested configs become dicts)."""
+    return dataclasses.asdict(cfg)
+
+
+def from_dict(cls: type, data: dict[str, Any] | None, where: str = "") -> Any:
+    """Build config `cls` from a mapping, checking every key and value.
+
+    Unknown keys and values of the wrong type raise `ConfigError` naming the key,
+    its allowed values or type, and the field's documentation.
+    """
+    where = where or cls.__name__
+    if data is None:
+        return cls()
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping of options, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for key, value in data.items():
+        if key not in fields:
+            raise ConfigError(
+                f"{where}: unknown key {key!r}. Allowed keys: {', '.join(sorted(fields))}"
+            )
+        kwargs[key] = _coerce(hints[key], value, f"{where}.{key}", cls)
+    return cls(**kwargs)
+
+
+def _coerce(hint: Any, value: Any, where: str, owner: type) -> Any:
+    """Check `value` against type `hint`; return it, converted where that is lossless."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    key = where.rsplit(".", 1)[-1]
+    doc = field_docs(owner).get(key, "")
+    hint_text = f" ({doc})" if doc else ""
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, where)
+    if origin is Literal:
+        if value not in args:
+            allowed = ", ".join(repr(a) for a in args)
+            raise ConfigError(f"{where}: {value!r} is not allowed. Allowed values: {allowed}{hint_text}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(arg, value, where, owner)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: {value!r} matches none of {hint}")
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {value!r}{hint_text}")
+        inner = args[0] if args else Any
+        items = [_coerce(inner, v, f"{where}[{i}]", owner) for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if hint is Any:
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is bool and not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}{hint_text}")
+    if hint is int and isinstance(value, bool):
+        raise ConfigError(f"{where}: expected an integer, got {value!r}{hint_text}")
+    if isinstance(hint, type) and not isinstance(value, hint):
+        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}{hint_text}")
+    return value

@@ -1,0 +1,60 @@
+"""Tasks, evaluators and suites.
+
+    load_tasks("miniwob")                          # every MiniWoB++ task in the package
+    load_tasks("miniwob", names=["click-button"])
+    load_tasks("path/to/tasks.json")               # WebArena-format JSON or JSONL
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .suite import Suite
+from .task import Task, TaskSchemaError, Verdict, load_task_file
+
+SUITES = ("miniwob",)
+"""Named suites `load_tasks` knows, besides task files."""
+
+_suites: dict[str, Suite] = {}
+
+
+def get_suite(name: str) -> Suite:
+    """The Suite object that starts and scores tasks whose `task.suite` is `name`."""
+    if name not in _suites:
+        if name == "json":
+            _suites[name] = Suite()
+        elif name == "miniwob":
+            from .miniwob import MiniWoBSuite
+
+            _suites[name] = MiniWoBSuite()
+        else:
+            raise ValueError(f"unknown suite {name!r}; known suites: json, {', '.join(SUITES)}")
+    return _suites[name]
+
+
+def load_tasks(source: str, names: list[str] | None = None, split: str | None = None, **kwargs) -> list[Task]:
+    """Tasks of a named suite, or from a JSON/JSONL task file.
+
+    source: "miniwob" or a path. names: keep only these task names/ids.
+    split: for suites with splits (later: "arena", "webarena-lite"); MiniWoB++ has none.
+    """
+    if source == "miniwob":
+        from . import miniwob
+
+        if split not in (None, "all"):
+            raise ValueError("MiniWoB++ has no train/test split; leave split unset")
+        return miniwob.tasks(names, **kwargs)
+    path = Path(source)
+    if path.suffix in (".json", ".jsonl") or path.exists():
+        tasks = load_task_file(path)
+        if names is not None:
+            wanted = set(names)
+            tasks = [t for t in tasks if t.task_id in wanted]
+            missing = wanted - {t.task_id for t in tasks}
+            if missing:
+                raise ValueError(f"{path}: no task(s) with id {', '.join(sorted(missing))}")
+        return tasks
+    raise ValueError(f"unknown task source {source!r}: use one of {', '.join(SUITES)} or a .json/.jsonl file")
+
+
+__all__ = ["Task", "TaskSchemaError", "Verdict", "Suite", "load_tasks", "load_task_file", "get_suite"]

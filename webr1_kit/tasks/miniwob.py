@@ -1,0 +1,158 @@
+"""MiniWoB++, from the task pages the `miniwob` PyPI package ships.
+
+The pages are served by a small HTTP server bound to 127.0.0.1 (started on first
+use, in a daemon thread, so it also works inside a running Jupyter kernel), or
+opened from file://. Playwright drives them like any other site; the package's
+own Selenium environment is not used.
+
+- The intent is the page's utterance (`core.getUtterance()`).
+- A seed fixes the episode: `Math.seedrandom(seed)` before the problem is generated.
+- The reward is binary: 1 when the page's raw reward (`WOB_RAW_REWARD_GLOBAL`, which
+  does not decay with time) is positive, the usual MiniWoB++ success criterion.
+- The page's episode timer is set to 10 minutes (`core.EPISODE_MAX_TIME`), because a
+  language model on a CPU thinks for seconds per step; success does not depend on time.
+- The page's own HUD (instruction box, reward display, click canvas, start cover) is
+  hidden from the agent: the instruction reaches it as the intent.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+from .suite import Suite
+from .task import Task, Verdict
+
+EPISODE_MAX_TIME_MS = 600_000
+HUD = "#query, #reward-display, #click-canvas, #sync-task-cover"
+
+
+def html_dir() -> Path:
+    """The folder of MiniWoB++ HTML inside the installed `miniwob` package."""
+    spec = importlib.util.find_spec("miniwob")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the `miniwob` package is not installed: pip install miniwob")
+    path = Path(spec.origin).parent / "html"
+    if not (path / "miniwob").is_dir():
+        raise RuntimeError(f"the miniwob package at {path.parent} has no html/miniwob folder")
+    return path
+
+
+def task_names() -> list[str]:
+    """Names of every MiniWoB++ task in the package, e.g. "click-button"."""
+    return sorted(p.stem for p in (html_dir() / "miniwob").glob("*.html"))
+
+
+def tasks(names: list[str] | None = None, serve: str = "http") -> list[Task]:
+    """Task records for MiniWoB++ tasks (all of them by default).
+
+    serve="http" (default) uses the kit's local server; serve="file" opens file:// URLs.
+    """
+    known = task_names()
+    names = known if names is None else list(names)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown MiniWoB++ task(s): {', '.join(unknown)}. See `webr1 tasks list --suite miniwob`.")
+    if serve not in ("http", "file"):
+        raise ValueError(f'serve must be "http" or "file", got {serve!r}')
+    root = html_dir()
+    out = []
+    for name in names:
+        start = f"miniwob/{name}.html" if serve == "http" else (root / "miniwob" / f"{name}.html").as_uri()
+        out.append(Task(task_id=f"miniwob/{name}", intent="", start_url=start, suite="miniwob",
+                        sites=("miniwob",), template=name))
+    return out
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+class StaticServer:
+    """A threaded static file server on 127.0.0.1 (port 0 picks a free port)."""
+
+    def __init__(self, root: Path, port: int = 0):
+        handler = functools.partial(_QuietHandler, directory=str(root))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="webr1-miniwob", daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+_server: StaticServer | None = None
+_server_lock = threading.Lock()
+
+
+def server() -> StaticServer:
+    """The process-wide MiniWoB++ server, started on first use."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = StaticServer(html_dir())
+        return _server
+
+
+_START_JS = """
+([seed, maxTime, hud]) => {
+  const style = document.createElement('style');
+  style.textContent = hud + ' { display: none !important; }';
+  document.head.appendChild(style);
+  core.EPISODE_MAX_TIME = maxTime;
+  Math.seedrandom(seed);
+  core.startEpisodeReal();
+}
+"""
+_STATE_JS = "() => (typeof WOB_DONE_GLOBAL === 'undefined') ? null : [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_REASON]"
+
+
+class MiniWoBSuite(Suite):
+    """Starts MiniWoB++ pages with a seed; the page decides when the episode is done and its reward."""
+
+    name = "miniwob"
+    exclude = HUD
+
+    def start_url(self, task: Task) -> str:
+        if "://" in task.start_url:
+            return task.start_url
+        return f"{server().url}/{task.start_url}"
+
+    def origins(self, task: Task) -> tuple[str, ...]:
+        url = self.start_url(task)
+        if url.startswith("file:"):
+            return (html_dir().as_uri() + "/",)
+        return (server().url,)
+
+    async def prepare(self, page: Any, task: Task, seed: int) -> str:
+        await page.evaluate(_START_JS, [str(seed), EPISODE_MAX_TIME_MS, HUD])
+        await page.wait_for_function("() => WOB_TASK_READY", timeout=10_000)
+        utterance = await page.evaluate("() => core.getUtterance()")
+        if isinstance(utterance, dict):  # a few tasks return {utterance, fields}
+            utterance = utterance.get("utterance", "")
+        return str(utterance)
+
+    async def done(self, page: Any, task: Task) -> bool:
+        state = await page.evaluate(_STATE_JS)
+        return bool(state and state[0])
+
+    async def evaluate(self, page: Any, context: Any, task: Task, answer: str | None) -> Verdict:
+        state = await page.evaluate(_STATE_JS)
+        if state is None:
+            return Verdict(0.0, [{"type": "miniwob", "passed": False, "reason": "the agent left the task page"}])
+        done, raw, reason = state
+        passed = bool(done) and raw > 0
+        why = reason or ("episode finished" if done else "the task was not completed")
+        return Verdict(1.0 if passed else 0.0, [{"type": "miniwob", "passed": passed, "raw_reward": raw, "reason": why}])

@@ -1,0 +1,99 @@
+"""Turn and Trajectory: the plain, serialisable records that rollouts produce and
+training, evaluation and replays consume. JSONL I/O lives here too.
+
+A Turn is one observation -> response -> action step. A Trajectory is one episode.
+An episode that failed for infrastructure reasons keeps `status="infra_failure"` and
+its error; it carries no reward and must not be trained on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+
+@dataclass
+class Turn:
+    """One step of an episode."""
+
+    observation: dict[str, Any]
+    """The observation the agent acted on (Observation.to_dict())."""
+    response: str
+    """The agent's full response text (thought and action)."""
+    action: dict[str, Any] | None = None
+    """The parsed action, or None when the response held no valid action."""
+    error: str | None = None
+    """What went wrong with the action, as the agent is told in the next observation."""
+    error_kind: str | None = None
+    url: str = ""
+    """The page URL after the action."""
+    seconds: float = 0.0
+    """Wall time of the step (policy + environment)."""
+
+
+@dataclass
+class Trajectory:
+    """One episode of one task."""
+
+    task_id: str
+    intent: str
+    seed: int
+    turns: list[Turn] = field(default_factory=list)
+    reward: float = 0.0
+    """Binary task success (1.0 or 0.0). Meaningless when status is "infra_failure"."""
+    status: str = "running"
+    """"done" (the agent exited or the page ended the episode), "truncated" (turn limit),
+    or "infra_failure" (browser, page or site failed; not the agent's fault)."""
+    answer: str | None = None
+    verdict: dict[str, Any] | None = None
+    infra_error: str | None = None
+    final_observation: dict[str, Any] | None = None
+    seconds: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.status != "infra_failure" and self.reward >= 1.0
+
+    @property
+    def invalid_actions(self) -> int:
+        return sum(1 for t in self.turns if t.error_kind is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trajectory":
+        d = dict(d)
+        d["turns"] = [Turn(**t) for t in d.get("turns", [])]
+        return cls(**d)
+
+
+def write_jsonl(path: str | Path, trajectories: Iterable[Trajectory], append: bool = False) -> None:
+    """Write trajectories, one JSON object per line."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a" if append else "w", encoding="utf-8") as f:
+        for t in trajectories:
+            f.write(json.dumps(t.to_dict(), ensure_ascii=False) + "\n")
+
+
+def read_jsonl(path: str | Path, strict: bool = False) -> Iterator[Trajectory]:
+    """Read trajectories. A corrupt line raises with its line number when `strict`;
+    otherwise it is skipped with a warning, so a truncated file still yields what it has."""
+    import warnings
+
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield Trajectory.from_dict(json.loads(line))
+            except (json.JSONDecodeError, TypeError, KeyError) as exc:
+                msg = f"{path}:{lineno}: not a valid trajectory record ({exc})"
+                if strict:
+                    raise ValueError(msg) from None
+                warnings.warn(msg, stacklevel=2)
