@@ -37,7 +37,6 @@ browser: $(VENV)/.installed
 	$(BIN)/webr1 install-browser
 
 bench: install
-	$(BIN)/python -m pip install -q -e ".[bench]"
 	$(BIN)/python bench/bench_env.py
 
 clean:
