@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
@@ -60,7 +61,8 @@ class Action:
 
 
 def _quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    # JSON string escapes are valid Python string escapes, and cover every control character.
+    return json.dumps(s, ensure_ascii=False)
 
 
 Executor = Callable[["BrowserEnv", Action], Awaitable[None]]
