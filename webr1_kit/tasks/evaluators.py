@@ -14,17 +14,30 @@ Departures from WebArena's code:
   on "N/A" tasks (see PAPER.md, "Gaps").
 - `program_html` locators prefixed with `func:` (WebArena's Python helpers) are not
   run here; such checks raise EvaluationUnavailable.
+- `must_include` needles match on word boundaries: "2" is not found in "12" (nor
+  "25.99" in "125.99"). WebArena gets the same protection by tokenising single-word
+  references with NLTK; plain substring containment would reward an agent that
+  answers "0123456789" on every counting task.
+- `program_html` pages other than "last" open in a separate browser context that
+  carries the agent's cookies and local storage, so the check neither appears as
+  a tab of the agent nor passes through the agent's URL sandbox, and the agent's
+  page stays where it is for url_match. An empty locator reads the page's visible
+  text (WebArena reads its HTML).
+- A task whose eval block cannot score anything (no reference answers, an unknown
+  evaluator) raises EvaluationUnavailable instead of passing every answer.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-import string
 from typing import Any, Awaitable, Callable, Union
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .task import Task, Verdict
+
+EVAL_NAVIGATION_TIMEOUT_MS = 15_000
+"""How long a program_html page may take to load before the check counts as unavailable."""
 
 Judge = Callable[[str, str, str], Union[bool, Awaitable[bool]]]
 """judge(intent, answer, reference) -> passed. May be a coroutine function."""
@@ -34,7 +47,9 @@ class EvaluationUnavailable(RuntimeError):
     """An evaluator could not run (infrastructure, not the agent's fault)."""
 
 
-_PUNCT = re.compile(f"[{re.escape(string.punctuation)}]")
+# Any character that is neither a letter, a digit nor whitespace: ASCII punctuation and
+# also the Unicode kind language models write ("’", "–", "™", "“").
+_PUNCT = re.compile(r"[^\w\s]|_")
 
 
 def clean(text: str) -> str:
@@ -47,7 +62,8 @@ def clean(text: str) -> str:
 
 
 def normalize(text: str) -> str:
-    """For the default fuzzy judge: clean() and also replace punctuation by spaces."""
+    """For the default fuzzy judge: clean() and also replace punctuation and symbols
+    (ASCII or Unicode, e.g. "’", "™") by spaces."""
     return " ".join(_PUNCT.sub(" ", clean(text)).split())
 
 
@@ -67,13 +83,47 @@ def _alternatives(value: str) -> list[str]:
     return [v.strip() for v in value.split("|OR|")]
 
 
+def _alnum(ch: str) -> bool:
+    # ASCII only: scripts written without spaces (Chinese, Japanese) keep plain containment.
+    return ch.isascii() and ch.isalnum()
+
+
+def contains(needle: str, haystack: str) -> bool:
+    """Whether cleaned `needle` occurs in cleaned `haystack`, not glued to letters or digits.
+
+    A needle that starts (ends) with a letter or digit must not be preceded (followed) by
+    one: "2" is not in "12", "$25.99" is in "costs $25.99.", "Alice" is in "Alice's".
+    """
+    needle, haystack = clean(needle), clean(haystack)
+    if not needle:
+        return False  # an empty alternative ("a |OR| ") must not pass everything
+    left = "(?<![0-9a-z])" if _alnum(needle[0]) else ""
+    right = "(?![0-9a-z])" if _alnum(needle[-1]) else ""
+    return re.search(left + re.escape(needle) + right, haystack) is not None
+
+
 def _includes(needle: str, haystack: str) -> bool:
-    return any(clean(alt) in clean(haystack) for alt in _alternatives(needle))
+    return any(contains(alt, haystack) for alt in _alternatives(needle))
 
 
 async def string_match(task: Task, answer: str | None, judge: Judge = text_judge) -> dict[str, Any]:
-    """Check the exit message against `eval.reference_answers`."""
+    """Check the exit message against `eval.reference_answers`.
+
+    `answer` is None when the episode ended without exit(...): that always fails, even
+    on "N/A" tasks. `judge(intent, answer, reference)` decides fuzzy_match; it may be a
+    coroutine function. Raises EvaluationUnavailable when the task has no usable reference.
+    """
     refs = task.eval.get("reference_answers") or {}
+    # Without a reference every answer would pass; task files are validated, but Task
+    # records built in code are not.
+    if not isinstance(refs, dict) or not refs:
+        raise EvaluationUnavailable(f"task {task.task_id}: string_match has no reference_answers")
+    unknown = sorted(set(refs) - {"exact_match", "must_include", "fuzzy_match"})
+    if unknown:
+        raise EvaluationUnavailable(f"task {task.task_id}: unknown string_match reference(s) {', '.join(unknown)}")
+    empty = sorted(k for k, v in refs.items() if k != "exact_match" and not v)
+    if empty:  # an empty must_include / fuzzy_match list would pass every answer
+        raise EvaluationUnavailable(f"task {task.task_id}: empty string_match reference(s) {', '.join(empty)}")
     if answer is None:
         return {"type": "string_match", "passed": False, "reason": "the episode ended without exit(message=...)"}
     for kind, value in refs.items():
@@ -97,13 +147,16 @@ async def string_match(task: Task, answer: str | None, judge: Judge = text_judge
 def _split_url(url: str) -> tuple[str, dict[str, list[str]]]:
     parts = urlsplit(url.strip())
     path = unquote(parts.path).rstrip("/") or "/"
-    return f"{parts.netloc.lower()}{path}", parse_qs(parts.query)
+    # keep_blank_values: a reference "?q=" (an empty search) must not accept "?q=anything".
+    return f"{parts.netloc.lower()}{path}", parse_qs(parts.query, keep_blank_values=True)
 
 
 def url_match(task: Task, url: str) -> dict[str, Any]:
     """The final URL matches `eval.reference_url`: same host and path, and every reference
     query parameter present with the same values. Alternatives are separated by |OR|."""
     ref = task.eval.get("reference_url", "")
+    if not isinstance(ref, str) or not ref.strip():
+        raise EvaluationUnavailable(f"task {task.task_id}: url_match has no reference_url")
     got_base, got_query = _split_url(url)
     for alt in _alternatives(ref):
         base, query = _split_url(alt)
@@ -113,61 +166,134 @@ def url_match(task: Task, url: str) -> dict[str, Any]:
 
 
 async def program_html(task: Task, page: Any, context: Any) -> dict[str, Any]:
-    """Run each `eval.program_html` check: load the URL (or use the current page for
-    "last"), evaluate the locator, and compare with `required_contents`."""
-    for i, item in enumerate(task.eval.get("program_html", [])):
-        url, locator = item["url"], item.get("locator", "")
-        if locator.startswith("func:") or url.startswith("func:"):
-            raise EvaluationUnavailable(f"program_html[{i}]: helper functions ({locator or url}) are not supported")
-        content = await _read(page, context, url, locator, i)
-        req = item["required_contents"]
-        if "exact_match" in req and clean(content) != clean(req["exact_match"]):
-            return {"type": "program_html", "passed": False,
-                    "reason": f"program_html[{i}]: {content[:120]!r} is not exactly {req['exact_match']!r}"}
-        for needle in req.get("must_include", []):
-            if not _includes(needle, content):
+    """Run each `eval.program_html` check: read the locator on the agent's current page
+    ("last") or on a freshly loaded URL, and compare with `required_contents`.
+
+    A locator that throws (the element is missing) reads as "" and the check fails, as in
+    WebArena. Raises EvaluationUnavailable when a page cannot be loaded (network error,
+    HTTP 5xx, timeout), for `func:` helpers, and for locators that are not valid JavaScript.
+    """
+    items = task.eval.get("program_html") or []
+    if not items:
+        raise EvaluationUnavailable(f"task {task.task_id}: program_html has no checks")
+    reader = _Reader(page, context)
+    try:
+        for i, item in enumerate(items):
+            url, locator = item["url"], item.get("locator", "")
+            if locator.startswith("func:") or url.startswith("func:"):
+                raise EvaluationUnavailable(f"program_html[{i}]: helper functions ({locator or url}) are not supported")
+            content = await reader.read(url, locator, item.get("prep_actions", []), i)
+            req = item["required_contents"]
+            if "exact_match" in req and clean(content) != clean(req["exact_match"]):
                 return {"type": "program_html", "passed": False,
-                        "reason": f"program_html[{i}]: page content lacks {needle!r}"}
+                        "reason": f"program_html[{i}]: {content[:120]!r} is not exactly {req['exact_match']!r}"}
+            for needle in req.get("must_include", []):
+                if not _includes(needle, content):
+                    return {"type": "program_html", "passed": False,
+                            "reason": f"program_html[{i}]: page content lacks {needle!r}"}
+    finally:
+        await reader.close()
     return {"type": "program_html", "passed": True, "reason": "all required contents found"}
 
 
-async def _read(page: Any, context: Any, url: str, locator: str, i: int) -> str:
-    """Evaluate `locator` (JavaScript from the task file, never from the model) on `url`."""
-    from playwright.async_api import Error as PlaywrightError
+# Runtime errors in the locator (querySelector(...) is null) are caught in the page and
+# read as empty content; a locator that does not parse fails the whole evaluate() call
+# and is reported as unavailable (the task file is wrong, not the agent).
+_LOCATOR_JS = "() => {{ try {{ return {{value: ({expr})}}; }} catch (e) {{ return {{error: String(e)}}; }} }}"
+_PAGE_TEXT_JS = "document.body ? document.body.innerText : ''"
 
-    script = f"() => {{ return ({locator}); }}" if locator.strip() else "() => document.body.innerText"
-    own = None
-    try:
-        target = page
-        if url != "last":
-            own = await context.new_page()
-            response = await own.goto(url, wait_until="load")
-            if response is not None and response.status >= 500:
-                raise EvaluationUnavailable(f"program_html[{i}]: {url} answered HTTP {response.status}")
-            target = own
+
+class _Reader:
+    """Evaluates program_html locators; opens at most one evaluation page per evaluation."""
+
+    def __init__(self, page: Any, context: Any):
+        self.page, self.context = page, context
+        self.own_context: Any = None
+        self.own_page: Any = None
+
+    async def _fresh_page(self) -> Any:
+        if self.own_page is None:
+            browser = getattr(self.context, "browser", None)
+            if browser is not None:
+                # A context of its own: a page opened in the agent's context would show up
+                # as a new tab of the agent (and be closed under it) and would be subject
+                # to the agent's URL sandbox. storage_state carries the login (cookies,
+                # local storage) so the check sees the site as the agent's user.
+                state = await self.context.storage_state()
+                self.own_context = await browser.new_context(storage_state=state, service_workers="block")
+                self.own_context.set_default_navigation_timeout(EVAL_NAVIGATION_TIMEOUT_MS)
+                self.own_context.set_default_timeout(EVAL_NAVIGATION_TIMEOUT_MS)
+                self.own_page = await self.own_context.new_page()
+            else:  # a persistent context has no separate browser to open another context in
+                self.own_page = await self.context.new_page()
+        return self.own_page
+
+    async def read(self, url: str, locator: str, prep_actions: list[str], i: int) -> str:
+        """Evaluate `locator` (JavaScript from the task file, never from the model) on `url`."""
+        from playwright.async_api import Error as PlaywrightError
+
+        expr = locator.strip().rstrip(";").strip() or _PAGE_TEXT_JS
         try:
-            value = await target.evaluate(script)
-        except PlaywrightError:
-            # WebArena's locators throw when the element is absent (e.g. querySelector(...) is null):
-            # the content is then empty and the check fails, as in WebArena.
-            value = ""
+            target = self.page
+            if url != "last":
+                target = await self._fresh_page()
+                response = await target.goto(url, wait_until="load")
+                if response is not None and response.status >= 500:
+                    raise EvaluationUnavailable(f"program_html[{i}]: {url} answered HTTP {response.status}")
+        except PlaywrightError as exc:
+            raise EvaluationUnavailable(f"program_html[{i}]: could not load {url}: {_first_line(exc)}") from None
+        for prep in prep_actions:
+            # WebArena runs these (e.g. open a collapsed panel) and ignores their failures.
+            try:
+                await target.evaluate(f"() => {{ {prep} }}")
+            except PlaywrightError:
+                pass
+        try:
+            result = await target.evaluate(_LOCATOR_JS.format(expr=expr))
+        except PlaywrightError as exc:
+            raise EvaluationUnavailable(
+                f"program_html[{i}]: locator {locator!r} could not run on {url}: {_first_line(exc)}"
+            ) from None
+        value = result.get("value") if isinstance(result, dict) else None
         return "" if value is None else str(value)
-    except PlaywrightError as exc:
-        raise EvaluationUnavailable(f"program_html[{i}]: could not load {url}: {str(exc).splitlines()[0]}") from None
-    finally:
-        if own is not None:
-            await own.close()
+
+    async def close(self) -> None:
+        """Close the evaluation page (and its context), whatever happened."""
+        try:
+            if self.own_context is not None:
+                await self.own_context.close()
+            elif self.own_page is not None:
+                await self.own_page.close()
+        except Exception:  # the browser is already gone; nothing left to clean up
+            pass
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
 
 
 async def evaluate(task: Task, answer: str | None, page: Any, context: Any, judge: Judge = text_judge) -> Verdict:
-    """Run every evaluator in `task.eval["eval_types"]`; the reward is their product."""
+    """Run every evaluator in `task.eval["eval_types"]`; the reward is their product.
+
+    `page` is the agent's current page (url_match, program_html "last"), `context` its
+    browser context (for program_html pages, which see the agent's login). Every
+    evaluator runs, so `checks` lists each one's verdict. Raises EvaluationUnavailable
+    when any evaluator cannot run or the task names none.
+    """
+    kinds = task.eval.get("eval_types") or []
+    if not kinds:
+        raise EvaluationUnavailable(f"task {task.task_id}: the eval block names no evaluator")
     checks = []
-    for kind in task.eval.get("eval_types", []):
+    for kind in kinds:
         if kind == "string_match":
             checks.append(await string_match(task, answer, judge))
         elif kind == "url_match":
             checks.append(url_match(task, page.url))
         elif kind == "program_html":
             checks.append(await program_html(task, page, context))
-    reward = 1.0 if checks and all(c["passed"] for c in checks) else 0.0
+        else:
+            # Skipping it would let the remaining evaluators alone decide the reward.
+            raise EvaluationUnavailable(f"task {task.task_id}: unknown evaluator {kind!r}")
+    reward = 1.0 if all(c["passed"] for c in checks) else 0.0
     return Verdict(reward=reward, checks=checks)

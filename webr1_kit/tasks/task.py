@@ -14,6 +14,7 @@ and the field when something is wrong. Extra WebArena keys are kept in `meta`.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -53,7 +54,14 @@ class Task:
     meta: dict[str, Any] = field(default_factory=dict)
     """Anything else from the task file (e.g. WebArena's require_login, geolocation)."""
 
+    def __hash__(self) -> int:
+        # The generated frozen-dataclass hash would hash the `eval` and `meta` dicts and
+        # raise TypeError; tasks are used as dict keys (per-task results), so hash the
+        # identifying fields only (equal tasks still hash equal).
+        return hash((self.task_id, self.suite, self.intent, self.start_url))
+
     def to_dict(self) -> dict[str, Any]:
+        """This record as JSON-ready data; `Task.from_dict` reads it back unchanged."""
         d = asdict(self)
         d["sites"] = list(self.sites)
         d["allowed_origins"] = list(self.allowed_origins)
@@ -83,22 +91,32 @@ class Task:
         if tid is None:
             raise TaskSchemaError(f"{name}: missing field 'task_id'")
         need("task_id", (str, int))
+        if tid == "":
+            # An empty id cannot name the task in results, splits or error messages.
+            raise TaskSchemaError(f"{name}: field 'task_id' must not be empty")
         intent = need("intent", str)
         start_url = need("start_url", str)
         suite = need("suite", str, "json")
-        ev = need("eval", dict, {})
+        # Deep copies: the record is frozen, so it must not change when the caller's
+        # dict (e.g. a task file loaded once and edited) changes afterwards.
+        ev = copy.deepcopy(need("eval", dict, {}))
         if suite == "json":
             validate_eval(ev, name)
         sites = need("sites", list, [])
         if not all(isinstance(s, str) for s in sites):
             raise TaskSchemaError(f"{name}: field 'sites' must be a list of strings, got {sites!r}")
-        template = d.get("template", d.get("intent_template_id"))
+        key = "template" if "template" in d else "intent_template_id"
+        template = need(key, (str, int, type(None)), None)  # a bool is not an id
         min_steps = need("min_steps", (int, type(None)), None)
+        if min_steps is not None and min_steps < 0:
+            raise TaskSchemaError(f"{name}: field 'min_steps' must not be negative, got {min_steps!r}")
         allowed = need("allowed_origins", list, [])
+        if not all(isinstance(o, str) and o for o in allowed):
+            raise TaskSchemaError(f"{name}: field 'allowed_origins' must be a list of URL prefixes, got {allowed!r}")
         known = {"task_id", "intent", "start_url", "suite", "eval", "sites", "template", "intent_template_id",
                  "min_steps", "allowed_origins", "meta"}
-        meta = dict(need("meta", dict, {}))
-        meta.update({k: v for k, v in d.items() if k not in known})
+        meta = copy.deepcopy(need("meta", dict, {}))
+        meta.update({k: copy.deepcopy(v) for k, v in d.items() if k not in known})
         return cls(
             task_id=str(tid),
             intent=intent,
@@ -115,6 +133,10 @@ class Task:
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     return types if isinstance(types, tuple) else (types,)
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
 
 
 def origin_of(url: str) -> str:
@@ -150,6 +172,11 @@ def validate_eval(ev: dict[str, Any], name: str) -> None:
             if not ok:
                 want = "a string" if key == "exact_match" else "a string or a list of strings"
                 raise TaskSchemaError(f"{name}: field 'eval.reference_answers.{key}' must be {want}, got {value!r}")
+            # must_include [] or "" (or fuzzy_match []) would pass every answer, however wrong.
+            if key != "exact_match" and (value == [] or any(not v.strip() for v in _as_list(value))):
+                raise TaskSchemaError(
+                    f"{name}: field 'eval.reference_answers.{key}' must not be empty or hold empty strings, got {value!r}"
+                )
     if "url_match" in types:
         ref_url = ev.get("reference_url")
         if not isinstance(ref_url, str) or not ref_url:
@@ -174,9 +201,17 @@ def validate_eval(ev: dict[str, Any], name: str) -> None:
             if "exact_match" in req and not isinstance(req["exact_match"], str):
                 raise TaskSchemaError(f"{name}: field '{where}.required_contents.exact_match' must be a string")
             if "must_include" in req and not (
-                isinstance(req["must_include"], list) and all(isinstance(v, str) for v in req["must_include"])
+                isinstance(req["must_include"], list) and req["must_include"]
+                and all(isinstance(v, str) and v.strip() for v in req["must_include"])
             ):
-                raise TaskSchemaError(f"{name}: field '{where}.required_contents.must_include' must be a list of strings")
+                # An empty list (or "") would pass whatever the page shows.
+                raise TaskSchemaError(
+                    f"{name}: field '{where}.required_contents.must_include' must be a non-empty list of"
+                    f" non-empty strings, got {req['must_include']!r}"
+                )
+            prep = item.get("prep_actions", [])
+            if not (isinstance(prep, list) and all(isinstance(v, str) for v in prep)):
+                raise TaskSchemaError(f"{name}: field '{where}.prep_actions' must be a list of strings, got {prep!r}")
 
 
 def load_task_file(path: str | Path) -> list[Task]:
@@ -188,14 +223,17 @@ def load_task_file(path: str | Path) -> list[Task]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise TaskSchemaError(f"{path}: cannot read task file ({exc.strerror})") from None
-    records: list[Any]
+        raise TaskSchemaError(f"{path}: cannot read task file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        # Not an OSError: without this a binary or Latin-1 file escaped as a bare UnicodeDecodeError.
+        raise TaskSchemaError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    records: list[tuple[str, Any]]  # (where, record): JSONL errors name the line, JSON ones the index
     if path.suffix == ".jsonl":
         records = []
         for lineno, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    records.append(json.loads(line))
+                    records.append((f"{path}:{lineno}", json.loads(line)))
                 except json.JSONDecodeError as exc:
                     raise TaskSchemaError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
     else:
@@ -203,8 +241,9 @@ def load_task_file(path: str | Path) -> list[Task]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TaskSchemaError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        records = data if isinstance(data, list) else [data]
-    tasks = [Task.from_dict(r, where=f"{path}[{i}]") for i, r in enumerate(records)]
+        items = data if isinstance(data, list) else [data]
+        records = [(f"{path}[{i}]", r) for i, r in enumerate(items)]
+    tasks = [Task.from_dict(r, where=where) for where, r in records]
     seen: set[str] = set()
     for t in tasks:
         if t.task_id in seen:
@@ -223,7 +262,9 @@ class Verdict:
 
     @property
     def success(self) -> bool:
+        """Whether every evaluator passed."""
         return self.reward >= 1.0
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as stored in trajectories and `info["verdict"]`."""
         return {"reward": self.reward, "success": self.success, "checks": self.checks}
