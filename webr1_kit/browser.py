@@ -56,6 +56,23 @@ NO_BROWSER_HELP = """no Chromium or Chrome browser was found. Get one in any of 
   - or point the kit at an executable: EnvConfig(browser_path=...) or WEBR1_BROWSER=/path/to/chrome"""
 
 
+# Counts the page's requests for new tabs (window.open, target=_blank links and forms).
+# Playwright reports a new tab a moment after the click returns; this flag tells the
+# step to wait for it instead of observing too early.
+POPUP_WATCH_JS = """
+(() => {
+  window.__webr1Popups = 0;
+  const open = window.open;
+  window.open = function (...args) { window.__webr1Popups++; return open.apply(this, args); };
+  document.addEventListener('click', (e) => {
+    const t = e.target && e.target.closest ? e.target.closest('a[target], form[target]') : null;
+    if (t && !['', '_self', '_parent', '_top'].includes((t.target || '').toLowerCase())) window.__webr1Popups++;
+  }, true);
+})();
+"""
+POPUP_TAKE_JS = "() => { const n = window.__webr1Popups || 0; window.__webr1Popups = 0; return n; }"
+
+
 class InfraError(RuntimeError):
     """The browser, the page or the site failed. Not the agent's fault: never reward 0."""
 
@@ -136,13 +153,14 @@ class Browser:
     def connected(self) -> bool:
         return self._browser is not None and self._browser.is_connected()
 
-    async def new_context(self) -> Any:
-        """A fresh, isolated browser context (own cookies, storage, tabs)."""
+    async def new_context(self, config: EnvConfig | None = None) -> Any:
+        """A fresh, isolated browser context (own cookies, storage, tabs), set up by
+        `config` (viewport, timeouts); the browser's own config by default."""
         if self._browser is None:
             await self.start()
         if not self._browser.is_connected():
             raise InfraError("the browser process is gone (crashed or closed)")
-        cfg = self.config
+        cfg = config or self.config
         ctx = await self._browser.new_context(
             viewport={"width": cfg.viewport_width, "height": cfg.viewport_height},
             service_workers="block",
@@ -314,10 +332,11 @@ class BrowserEnv:
         self.errors = Counter()
         self._ids, self._blocked, self._notes, self._server_errors = set(), [], [], []
         self._crashed, self._watched = False, []
-        self.context = await self.browser.new_context()
+        self.context = await self.browser.new_context(self.config)
         self._prefixes = self.suite.origins(task)
         self._allowed = _prefix_pattern(self._prefixes)
         await self.context.route(self._allowed, self._guard)
+        await self.context.add_init_script(POPUP_WATCH_JS)
         page = await self.context.new_page()
         self.pages, self.active = [page], 0
         self._on_page(page)
@@ -354,14 +373,21 @@ class BrowserEnv:
         try:
             action = parse_action(action_text)
             info["action"] = describe(action)
+            pages_before = len(self.pages)
+            if action.element is not None:
+                scroll_before = await self.page.evaluate(_SCROLL_GET_JS)
             await execute(self, action)
-            await self._settle()
+            await self._settle(pages_before)
         except ActionError as exc:
             error, info["error_kind"] = str(exc), exc.kind
         except Exception as exc:
             self._raise_if_infra(exc)
             kind, error = _classify(exc, action)
             info["error_kind"] = kind
+            if action is not None and action.element is not None:
+                # Playwright scrolls while it retries an element action; a failed action
+                # should leave the agent's view as it was.
+                await self._try(self.page.evaluate(_SCROLL_SET_JS, scroll_before))
         self._raise_if_infra(None)
         if self._blocked or not self._allowed_url(self.page.url):
             target = self._blocked[0] if self._blocked else self.page.url
@@ -419,8 +445,13 @@ class BrowserEnv:
         self._ids = {e.id for e in obs.elements}
         return obs
 
-    async def _settle(self) -> None:
-        """Let a navigation started by the action finish loading (DOM ready)."""
+    async def _settle(self, pages_before: int) -> None:
+        """Wait for a new tab the action opened, then for the current page's DOM to be ready."""
+        try:
+            if await self.page.evaluate(POPUP_TAKE_JS) and len(self.pages) == pages_before:
+                await self.context.wait_for_event("page", timeout=self.config.action_timeout_ms)
+        except Exception as exc:
+            self._raise_if_infra(exc)  # otherwise: the page navigated away meanwhile, or no tab came
         try:
             await self.page.wait_for_load_state("domcontentloaded", timeout=self.config.navigation_timeout_ms)
         except Exception as exc:
@@ -459,6 +490,13 @@ class BrowserEnv:
                 self._raise_if_infra(exc)
                 raise InfraError(f"could not return to {url_before} after a blocked navigation") from None
 
+    async def _try(self, coro: Any) -> None:
+        """Await a best-effort page operation; only infrastructure failures propagate."""
+        try:
+            await coro
+        except Exception as exc:
+            self._raise_if_infra(exc)
+
     def _raise_if_infra(self, exc: BaseException | None) -> None:
         if isinstance(exc, InfraError):
             raise exc
@@ -480,6 +518,10 @@ class BrowserEnv:
             except Exception:  # browser already gone
                 pass
         self.context, self.pages, self.active = None, [], 0
+
+
+_SCROLL_GET_JS = "() => [window.scrollX, window.scrollY]"
+_SCROLL_SET_JS = "([x, y]) => window.scrollTo(x, y)"
 
 
 def _first_line(exc: BaseException) -> str:

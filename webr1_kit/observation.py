@@ -109,7 +109,7 @@ class Observation:
             "error": self.error,
             "truncated": self.truncated,
             "notes": self.notes,
-            "elements": [e.__dict__ for e in self.elements],
+            "elements": [{**e.__dict__, "box": list(e.box)} for e in self.elements],
         }
         if screenshot and self.screenshot is not None:
             d["screenshot_png_b64"] = base64.b64encode(self.screenshot).decode()

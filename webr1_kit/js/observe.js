@@ -108,7 +108,17 @@
   const elements = [];
 
   // Returns a list of output nodes: {kind: "text", text} or {kind: "el", ...}.
-  function walk(node, parentHidden, parentRect) {
+  // Empty leaves (no text, no child elements) with a visible box are the targets of
+  // visual tasks: coloured squares, SVG shapes, board cells. They get ids too, unless
+  // an interactive ancestor already covers them (icons inside buttons).
+  const NOT_LEAF_TARGET = new Set(["br", "hr", "wbr", "img", "svg", "html", "body"]);
+  function isEmptyLeafTarget(el, tag, rect) {
+    if (NOT_LEAF_TARGET.has(tag) || el.children.length) return false;
+    if (clean(el.textContent)) return false;
+    return rect.width * rect.height >= 16;
+  }
+
+  function walk(node, parentHidden, parentRect, inInteractive) {
     if (node.nodeType === Node.TEXT_NODE) {
       if (parentHidden) return [];
       const t = clean(node.data);
@@ -127,15 +137,14 @@
     const hasBox = rect.width > 0 && rect.height > 0;
     if (viewportOnly && hasBox && !inView(rect) && style.position !== "fixed" && tag !== "body" && tag !== "html") return [];
 
-    const interactive = !hidden && hasBox && isInteractive(el, tag, style);
+    const interactive = !hidden && hasBox && (isInteractive(el, tag, style) || (!inInteractive && isEmptyLeafTarget(el, tag, rect)));
     let children = [];
     if (tag === "select") {
       // Options of a closed dropdown have no box; list them all so the agent can choose.
       children = Array.from(el.options).map((o) => ({kind: "option", text: cut(clean(o.text), maxText), selected: o.selected}));
     } else if (tag !== "textarea") {
-      for (const child of el.childNodes) children.push(...walk(child, hidden, hasBox ? rect : parentRect));
+      for (const child of el.childNodes) children.push(...walk(child, hidden, hasBox ? rect : parentRect, inInteractive || interactive));
     }
-    if (tag === "svg" && !interactive) return [];
 
     if (interactive) {
       let id = parseInt(el.getAttribute(ID_ATTR) || "", 10);
@@ -187,7 +196,7 @@
     return children;
   }
 
-  const tree = walk(document.body || document.documentElement, false, {top: 0, bottom: H, left: 0, right: W});
+  const tree = walk(document.body || document.documentElement, false, {top: 0, bottom: H, left: 0, right: W}, false);
   window.__webr1NextId = next;
 
   // ---- simplified HTML -------------------------------------------------------

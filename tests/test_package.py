@@ -1,0 +1,107 @@
+"""Package-level promises: light import, configs that name bad keys, the script helper, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from webr1_kit.aio import run
+from webr1_kit.cli import main
+from webr1_kit.config import ConfigError, EnvConfig, field_docs, from_dict
+
+
+def test_import_is_light():
+    code = (
+        "import sys, webr1_kit as wk; wk.EnvConfig; wk.load_tasks; wk.parse_action; wk.BrowserEnv; "
+        "print(json.dumps([m for m in ('torch', 'playwright', 'transformers') if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_public_names_resolve():
+    import webr1_kit as wk
+
+    for name in wk.__all__:
+        assert getattr(wk, name) is not None
+    with pytest.raises(AttributeError):
+        wk.no_such_thing  # noqa: B018
+
+
+def test_config_from_dict_names_the_bad_key_and_allowed_values():
+    assert from_dict(EnvConfig, {"observation": "axtree", "max_obs_chars": 100}) == EnvConfig(
+        observation="axtree", max_obs_chars=100
+    )
+    with pytest.raises(ConfigError, match=r"unknown key 'max_obs_char'.*max_obs_chars"):
+        from_dict(EnvConfig, {"max_obs_char": 100})
+    with pytest.raises(ConfigError, match=r"env\.observation: 'pixels' is not allowed.*'html', 'axtree'"):
+        from_dict(EnvConfig, {"observation": "pixels"}, where="env")
+    with pytest.raises(ConfigError, match=r"headless: expected true or false"):
+        from_dict(EnvConfig, {"headless": "yes"})
+    with pytest.raises(ConfigError, match=r"max_obs_chars: expected an integer"):
+        from_dict(EnvConfig, {"max_obs_chars": True})
+    with pytest.raises(ConfigError, match=r"expected int, got '8000'"):
+        from_dict(EnvConfig, {"max_obs_chars": "8000"})
+
+
+def test_every_config_field_is_documented():
+    docs = field_docs(EnvConfig)
+    assert set(docs) == set(EnvConfig.__dataclass_fields__)
+    assert all(len(d) > 10 for d in docs.values())
+
+
+def test_run_works_with_and_without_a_running_loop():
+    async def answer():
+        await asyncio.sleep(0)
+        return 42
+
+    assert run(answer()) == 42
+    # Inside a running loop (a notebook calling a synchronous helper). nest-asyncio patches
+    # asyncio globally, so this runs in its own interpreter.
+    code = (
+        "import asyncio\nfrom webr1_kit.aio import run\n"
+        "async def answer():\n    await asyncio.sleep(0)\n    return 42\n"
+        "async def cell():\n    return run(answer())\n"
+        "print(asyncio.run(cell()))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "42"
+
+
+def test_cli_lists_miniwob_tasks(capsys):
+    assert main(["tasks", "list", "--suite", "miniwob", "--json"]) == 0
+    names = json.loads(capsys.readouterr().out)
+    assert "click-button" in names and len(names) >= 100
+
+
+def test_cli_eval_prints_the_metrics(capsys, tmp_path):
+    rc = main(["eval", "--suite", "miniwob", "--tasks", "click-button,focus-text", "--policy", "scripted",
+               "--episodes", "2", "--concurrency", "2", "--json", "--quiet", "--out", str(tmp_path / "run")])
+    assert rc == 0
+    m = json.loads(capsys.readouterr().out)
+    for key in ("success_rate", "episodes", "invalid_action_rate", "mean_turns", "infra_failures"):
+        assert key in m
+    assert m["episodes"] == 4 and m["success_rate"] == 1.0
+    assert {p.name for p in (tmp_path / "run").iterdir()} == {"trajectories.jsonl", "metrics.json", "config.json"}
+
+
+def test_cli_bad_input_names_the_problem(capsys, tmp_path):
+    assert main(["eval", "--tasks", "click-buton", "--quiet"]) == 2
+    assert "click-buton" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("env:\n  observaton: html\n")
+    assert main(["eval", "--tasks", "click-button", "--config", str(bad), "--quiet"]) == 2
+    assert "unknown key 'observaton'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["eval", "--policy", "gpt-7", "--tasks", "click-button", "--quiet"])
+
+
+def test_cli_help_for_every_subcommand():
+    for cmd in (["--help"], ["eval", "--help"], ["tasks", "list", "--help"], ["demo", "--help"],
+                ["doctor", "--help"], ["install-browser", "--help"]):
+        out = subprocess.run([sys.executable, "-m", "webr1_kit.cli", *cmd], capture_output=True, text=True)
+        assert out.returncode == 0 and "usage: webr1" in out.stdout

@@ -1,0 +1,90 @@
+"""Running many episodes on one browser: concurrency, seeds, and failures as values."""
+
+from __future__ import annotations
+
+import json
+
+from webr1_kit.browser import BrowserEnv
+from webr1_kit.experts import MiniWoBExpert
+from webr1_kit.rollout import episode_seeds, run_episode, run_episodes
+from webr1_kit.tasks import Task, load_tasks
+from webr1_kit.trajectory import Trajectory, read_jsonl, write_jsonl
+
+
+class CountingExpert(MiniWoBExpert):
+    """The scripted expert, also recording how many contexts the browser has open."""
+
+    def __init__(self, browser):
+        self.browser, self.peak = browser, 0
+
+    async def act(self, intent, observation, history):
+        self.peak = max(self.peak, len(self.browser._browser.contexts))
+        return await super().act(intent, observation, history)
+
+
+async def test_sixteen_concurrent_episodes_share_one_browser(browser):
+    tasks = load_tasks("miniwob", names=["click-button", "enter-text"])
+    policy = CountingExpert(browser)
+    result = await run_episodes(policy, tasks, episodes=8, concurrency=16, browser=browser, seed=5)
+    assert len(result.trajectories) == 16
+    assert policy.peak == 16  # sixteen isolated contexts open at once, in one Chromium
+    assert browser.connected  # a browser passed in is left running
+    assert result.metrics["success_rate"] == 1.0 and result.metrics["infra_failures"] == 0
+    assert [t.task_id for t in result.trajectories] == ["miniwob/click-button"] * 8 + ["miniwob/enter-text"] * 8
+
+
+async def test_seeds_fix_the_run_whatever_the_concurrency(browser):
+    tasks = load_tasks("miniwob", names=["click-checkboxes"])
+    a = await run_episodes(MiniWoBExpert(), tasks, episodes=4, concurrency=1, browser=browser, seed=3)
+    b = await run_episodes(MiniWoBExpert(), tasks, episodes=4, concurrency=4, browser=browser, seed=3)
+    assert [(t.seed, t.intent) for t in a.trajectories] == [(t.seed, t.intent) for t in b.trajectories]
+    assert episode_seeds(tasks, 4, 3) != episode_seeds(tasks, 4, 4)
+
+
+async def test_infrastructure_failures_are_recorded_not_scored(browser, fixture_server):
+    dead = Task(task_id="dead-site", intent="x", start_url="http://127.0.0.1:9/",
+                eval={"eval_types": ["url_match"], "reference_url": "http://127.0.0.1:9/"})
+    tasks = load_tasks("miniwob", names=["click-button"]) + [dead]
+    result = await run_episodes(MiniWoBExpert(), tasks, episodes=2, concurrency=4, browser=browser)
+    m = result.metrics
+    assert m["episodes"] == 4 and m["infra_failures"] == 2 and m["evaluated"] == 2
+    assert m["success_rate"] == 1.0  # the failed episodes do not count as reward 0
+    failed = [t for t in result.trajectories if t.status == "infra_failure"]
+    assert all("failed to load" in t.infra_error and not t.success for t in failed)
+
+
+async def test_turn_limit_truncates_and_scores_without_an_answer(browser):
+    class Idle:
+        async def act(self, intent, observation, history):
+            return 'do(action="Scroll Down")'
+
+    env = BrowserEnv(browser)
+    try:
+        traj = await run_episode(env, load_tasks("miniwob", names=["click-button"])[0], Idle(), seed=1, max_turns=3)
+    finally:
+        await env.close()
+    assert traj.status == "truncated" and len(traj.turns) == 3 and traj.reward == 0.0
+    assert traj.answer is None and traj.verdict["checks"][0]["passed"] is False
+
+
+async def test_trajectories_record_every_turn_and_survive_jsonl(browser, tmp_path):
+    result = await run_episodes(MiniWoBExpert(), load_tasks("miniwob", names=["enter-text"]), episodes=2,
+                                concurrency=2, browser=browser, seed=9)
+    traj = result.trajectories[0]
+    assert [t.action["name"] for t in traj.turns] == ["Type", "Click"]
+    assert traj.turns[0].response.startswith("<think>") and "<answer>do(" in traj.turns[0].response
+    assert traj.turns[0].observation["url"].endswith("enter-text.html")
+    path = tmp_path / "t.jsonl"
+    write_jsonl(path, result.trajectories)
+    back = list(read_jsonl(path))
+    assert [t.to_dict() for t in back] == [t.to_dict() for t in result.trajectories]
+    # a truncated file (a run killed mid-write) still yields the complete records, with a warning
+    path.write_text(path.read_text()[:-40])
+    import pytest
+
+    with pytest.warns(UserWarning, match=r"t\.jsonl:2: not a valid trajectory"):
+        assert len(list(read_jsonl(path))) == 1
+    with pytest.raises(ValueError, match=r"t\.jsonl:2: not a valid trajectory"):
+        list(read_jsonl(path, strict=True))
+    json.loads(path.read_text().splitlines()[0])  # the first line is untouched
+    assert Trajectory.from_dict(back[0].to_dict()).success
