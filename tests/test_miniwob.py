@@ -92,7 +92,7 @@ async def test_file_urls_work_too(browser):
         assert obs.url.startswith("file://")
         policy = MiniWoBExpert()
         for _ in range(3):
-            s = await env.step(await policy.act(env.intent, obs, []))
+            s = await env.step(await policy.act(task, env.intent, obs, []))
             obs = s.observation
             if s.done:
                 break

@@ -17,9 +17,9 @@ class CountingExpert(MiniWoBExpert):
     def __init__(self, browser):
         self.browser, self.peak = browser, 0
 
-    async def act(self, intent, observation, history):
+    async def act(self, task, intent, observation, history):
         self.peak = max(self.peak, len(self.browser._browser.contexts))
-        return await super().act(intent, observation, history)
+        return await super().act(task, intent, observation, history)
 
 
 async def test_sixteen_concurrent_episodes_share_one_browser(browser):
@@ -55,7 +55,7 @@ async def test_infrastructure_failures_are_recorded_not_scored(browser, fixture_
 
 async def test_turn_limit_truncates_and_scores_without_an_answer(browser):
     class Idle:
-        async def act(self, intent, observation, history):
+        async def act(self, task, intent, observation, history):
             return 'do(action="Scroll Down")'
 
     env = BrowserEnv(browser)

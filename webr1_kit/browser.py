@@ -343,6 +343,10 @@ class BrowserEnv:
         self.context.on("page", self._on_page)
         url = self.suite.start_url(task)
         try:
+            await self.suite.setup(self.context, task, self.seed)
+        except Exception as exc:
+            raise InfraError(f"{task.task_id}: could not set up the task's sites: {_first_line(exc)}") from None
+        try:
             response = await page.goto(url, wait_until="load")
         except Exception as exc:
             raise InfraError(f"{task.task_id}: start page {url} failed to load: {_first_line(exc)}") from None

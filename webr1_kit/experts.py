@@ -16,6 +16,7 @@ from typing import Any
 
 from .actions import Action
 from .observation import Element, Observation
+from .tasks.task import Task
 
 
 def respond(thought: str, action: Action) -> str:
@@ -37,7 +38,7 @@ class MiniWoBExpert:
         (re.compile(r"^Select (.*) and click Submit\.$"), "_click_checkboxes"),
     )
 
-    async def act(self, intent: str, observation: Observation, history: list[Any]) -> str:
+    async def act(self, task: Task, intent: str, observation: Observation, history: list[Any]) -> str:
         for pattern, method in self._rules:
             m = pattern.match(intent.strip())
             if m:

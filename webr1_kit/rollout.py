@@ -22,9 +22,13 @@ from .trajectory import Trajectory, Turn
 
 
 class Policy(Protocol):
-    """Anything with `async act(intent, observation, history) -> response text`."""
+    """Anything with `async act(task, intent, observation, history) -> response text`.
 
-    async def act(self, intent: str, observation: Observation, history: list[Turn]) -> str: ...
+    `intent` is the instruction as the agent should read it (for MiniWoB++ it comes from
+    the page, so it can differ from `task.intent`). Scripted experts also read the task's
+    parameters; a model policy uses only the intent, the observation and the history."""
+
+    async def act(self, task: Task, intent: str, observation: Observation, history: list[Turn]) -> str: ...
 
 
 async def run_episode(
@@ -42,7 +46,7 @@ async def run_episode(
     keep_shots = env.config.screenshot if screenshots is None else screenshots
     for _ in range(max_turns):
         t_turn = time.perf_counter()
-        response = await policy.act(env.intent, obs, traj.turns)
+        response = await policy.act(task, env.intent, obs, traj.turns)
         step = await env.step(response)
         traj.turns.append(
             Turn(

@@ -5,6 +5,7 @@ is shared by all suites:
 
     start_url(task)              where to open the episode
     origins(task)                URL prefixes the agent may visit
+    setup(context, task, seed)   before the start page loads (e.g. fresh site state)
     prepare(page, task, seed)    after the start page loads; returns the intent
     done(page, task)             whether the page itself ended the episode
     evaluate(page, ctx, task, answer) -> Verdict
@@ -38,6 +39,9 @@ class Suite:
         if task.allowed_origins:
             return task.allowed_origins
         return (origin_of(self.start_url(task)),)
+
+    async def setup(self, context: Any, task: Task, seed: int) -> None:
+        """Prepare the browser context before the start page loads. Nothing by default."""
 
     async def prepare(self, page: Any, task: Task, seed: int) -> str:
         return task.intent
