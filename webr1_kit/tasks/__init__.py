@@ -12,7 +12,7 @@ from pathlib import Path
 from .suite import Suite
 from .task import Task, TaskSchemaError, Verdict, load_task_file
 
-SUITES = ("miniwob",)
+SUITES = ("miniwob", "arena")
 """Named suites `load_tasks` knows, besides task files."""
 
 _suites: dict[str, Suite] = {}
@@ -27,6 +27,10 @@ def get_suite(name: str) -> Suite:
             from .miniwob import MiniWoBSuite
 
             _suites[name] = MiniWoBSuite()
+        elif name == "arena":
+            from .arena import ArenaSuite
+
+            _suites[name] = ArenaSuite()
         else:
             raise ValueError(f"unknown suite {name!r}; known suites: json, {', '.join(SUITES)}")
     return _suites[name]
@@ -36,7 +40,7 @@ def load_tasks(source: str, names: list[str] | None = None, split: str | None = 
     """Tasks of a named suite, or from a JSON/JSONL task file.
 
     source: "miniwob" or a path. names: keep only these task names/ids.
-    split: for suites with splits (later: "arena", "webarena-lite"); MiniWoB++ has none.
+    split: "train", "test" or "all" for the arena (default train); MiniWoB++ has none.
     """
     if source == "miniwob":
         from . import miniwob
@@ -44,6 +48,14 @@ def load_tasks(source: str, names: list[str] | None = None, split: str | None = 
         if split not in (None, "all"):
             raise ValueError("MiniWoB++ has no train/test split; leave split unset")
         return miniwob.tasks(names, **kwargs)
+    if source == "arena":
+        from . import arena
+
+        tasks = arena.tasks(split or "train", **kwargs)
+        if names is not None:
+            wanted = set(names)
+            tasks = [t for t in tasks if t.task_id in wanted or t.template in wanted]
+        return tasks
     path = Path(source)
     if path.suffix in (".json", ".jsonl") or path.exists():
         tasks = load_task_file(path)

@@ -100,7 +100,7 @@ class Task:
         # Deep copies: the record is frozen, so it must not change when the caller's
         # dict (e.g. a task file loaded once and edited) changes afterwards.
         ev = copy.deepcopy(need("eval", dict, {}))
-        if suite == "json":
+        if suite == "json" or ev:  # suites that score from the page (MiniWoB++) carry no eval block
             validate_eval(ev, name)
         sites = need("sites", list, [])
         if not all(isinstance(s, str) for s in sites):
