@@ -99,14 +99,18 @@ class ActionSpec:
 # ActionError for anything the agent should be told about.
 
 
-async def _click(env: "BrowserEnv", a: Action) -> None:
+async def _click(env: "BrowserEnv", a: Action, button: str = "left") -> None:
     loc = await env.locate(a.element)
-    await loc.click(timeout=env.config.action_timeout_ms)
+    # Two phases, two limits: the trial run fails fast when the element cannot be clicked
+    # (covered, disabled, moving); the real click may then wait for the navigation it
+    # starts for as long as a page load may take, so a slow site on a busy machine is
+    # not reported to the agent as its own timeout.
+    await loc.click(button=button, trial=True, timeout=env.config.action_timeout_ms)
+    await loc.click(button=button, timeout=env.config.navigation_timeout_ms)
 
 
 async def _right_click(env: "BrowserEnv", a: Action) -> None:
-    loc = await env.locate(a.element)
-    await loc.click(button="right", timeout=env.config.action_timeout_ms)
+    await _click(env, a, button="right")
 
 
 async def _type(env: "BrowserEnv", a: Action) -> None:
@@ -118,7 +122,7 @@ async def _type(env: "BrowserEnv", a: Action) -> None:
 async def _search(env: "BrowserEnv", a: Action) -> None:
     loc = await env.locate(a.element)
     await loc.fill(a.argument or "", timeout=env.config.action_timeout_ms)
-    await loc.press("Enter", timeout=env.config.action_timeout_ms)
+    await loc.press("Enter", timeout=env.config.navigation_timeout_ms)  # may wait for the results page
 
 
 async def _hover(env: "BrowserEnv", a: Action) -> None:
@@ -129,7 +133,7 @@ async def _hover(env: "BrowserEnv", a: Action) -> None:
 async def _press_enter(env: "BrowserEnv", a: Action) -> None:
     if a.element is not None:
         loc = await env.locate(a.element)
-        await loc.press("Enter", timeout=env.config.action_timeout_ms)
+        await loc.press("Enter", timeout=env.config.navigation_timeout_ms)  # may submit a form
     else:
         await env.page.keyboard.press("Enter")
 
@@ -164,11 +168,11 @@ async def _select(env: "BrowserEnv", a: Action) -> None:
     want = (a.argument or "").strip()
     for text, value in options:
         if want == text or want == value:
-            await loc.select_option(value=value, timeout=env.config.action_timeout_ms)
+            await loc.select_option(value=value, timeout=env.config.navigation_timeout_ms)
             return
     for text, value in options:  # forgive case differences, nothing looser
         if want.lower() == text.lower():
-            await loc.select_option(value=value, timeout=env.config.action_timeout_ms)
+            await loc.select_option(value=value, timeout=env.config.navigation_timeout_ms)
             return
     listed = ", ".join(f'"{t}"' for t, _ in options[:30])
     raise ActionError("invalid_argument", f'dropdown {a.element} has no option "{want}". Options: {listed}')

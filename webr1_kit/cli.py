@@ -1,7 +1,11 @@
 """The `webr1` command.
 
     webr1 tasks list --suite miniwob --json
+    webr1 tasks list --suite arena --split test --json
     webr1 eval --suite miniwob --tasks click-button,enter-text --policy scripted --episodes 16 --concurrency 8 --json
+    webr1 eval --suite arena --split test --policy expert --json
+    webr1 sites serve
+    webr1 experts record --split train --out demos.jsonl
     webr1 demo
     webr1 doctor
 
@@ -22,7 +26,7 @@ from typing import Any
 def _tasks_list(args: argparse.Namespace) -> int:
     from .tasks import load_tasks
 
-    tasks = load_tasks(args.suite, split=args.split)
+    tasks = load_tasks(args.suite, split=args.split or _default_split(args.suite))
     if args.json:
         if args.suite == "miniwob":
             print(json.dumps([t.task_id.split("/", 1)[1] for t in tasks]))
@@ -35,19 +39,39 @@ def _tasks_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _make_policy(name: str) -> Any:
-    if name == "scripted":
-        from .experts import MiniWoBExpert
-
-        return MiniWoBExpert()
-    raise SystemExit(f"webr1: unknown policy {name!r}. Available now: scripted")
+POLICIES = ("expert", "scripted", "random")
 
 
-def _select_tasks(suite: str, names: str | None) -> list:
+def _default_split(suite: str) -> str | None:
+    return "train" if suite == "arena" else None
+
+
+def _make_policy(name: str, seed: int) -> Any:
+    if name in ("expert", "scripted"):
+        from .experts import Expert
+
+        return Expert()
+    if name == "random":
+        from .baselines import RandomPolicy
+
+        return RandomPolicy(seed)
+    raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES)}")
+
+
+def _select_tasks(args: argparse.Namespace) -> list:
+    """The tasks named by --suite, --split, --tasks and --limit (a seeded sample)."""
+    import random
+
     from .tasks import load_tasks
 
-    wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
-    return load_tasks(suite, names=wanted)
+    wanted = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks else None
+    tasks = load_tasks(args.suite, names=wanted, split=args.split or _default_split(args.suite))
+    if not tasks:
+        raise ValueError("no tasks selected")
+    if args.limit is not None and args.limit < len(tasks):
+        keep = set(random.Random(args.seed).sample(range(len(tasks)), args.limit))
+        tasks = [t for i, t in enumerate(tasks) if i in keep]
+    return tasks
 
 
 def _env_config(args: argparse.Namespace) -> Any:
@@ -88,16 +112,17 @@ def _eval(args: argparse.Namespace) -> int:
     from .rollout import run_episodes
     from .trajectory import write_jsonl
 
-    tasks = _select_tasks(args.suite, args.tasks)
+    tasks = _select_tasks(args)
     cfg = _env_config(args)
-    policy = _make_policy(args.policy)
+    policy = _make_policy(args.policy, args.seed)
     result = run(
         run_episodes(
             policy, tasks, episodes=args.episodes, concurrency=args.concurrency, max_turns=args.max_turns,
             seed=args.seed, config=cfg, progress=not args.quiet,
         )
     )
-    metrics = {"suite": args.suite, "policy": args.policy, "seed": args.seed, **result.metrics}
+    metrics = {"suite": args.suite, "split": args.split or _default_split(args.suite), "policy": args.policy,
+               "seed": args.seed, **result.metrics}
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -120,8 +145,12 @@ def _print_metrics(m: dict[str, Any]) -> None:
     print(f"episodes      {m['episodes']} ({m['infra_failures']} infrastructure failures)")
     print(f"mean turns    {m['mean_turns']:.2f}   invalid-action rate {m['invalid_action_rate']:.3f}")
     print(f"time          {m['seconds']:.1f} s   ({m['episodes_per_s']} episodes/s)")
-    for task, r in m["per_task"].items():
-        print(f"  {task:<36} {r:.3f}")
+    for title, key in (("per site", "per_site"), ("per template", "per_template"), ("per task", "per_task")):
+        rows = m.get(key, {})
+        if 1 < len(rows) <= 60 or (key == "per_task" and len(rows) == 1):
+            print(title)
+            for name, r in rows.items():
+                print(f"  {name:<40} {r:.3f}")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -133,11 +162,56 @@ def _demo(args: argparse.Namespace) -> int:
     ns = argparse.Namespace(
         suite="miniwob", tasks=",".join(MiniWoBExpert.TASKS), policy="scripted", episodes=args.episodes,
         concurrency=args.concurrency, max_turns=10, seed=args.seed, json=False, quiet=False, out=str(out),
-        observation=None, screenshots=False, config=None,
+        observation=None, screenshots=False, config=None, split=None, limit=None,
     )
     rc = _eval(ns)
     print(f"trajectories, metrics and config written to {out}/", file=sys.stderr)
     return rc
+
+
+def _sites_serve(args: argparse.Namespace) -> int:
+    """Run the arena's sites until interrupted (for people and external tools)."""
+    import threading
+
+    from .sites import Arena, site_specs
+
+    names = [spec.name for spec in site_specs()]
+    ports = {name: args.port_base + 10 * i for i, name in enumerate(names)} if args.port_base else {}
+    arena = Arena(args.world_seed, ports=ports).start()
+    print(f"arena world {args.world_seed} built in {arena.build_seconds:.2f} s; serving on 127.0.0.1 "
+          "(requests without an episode cookie share one state):")
+    for spec in site_specs():
+        print(f"  {spec.name:<6} {spec.placeholder:<20} {arena.urls[spec.name]}")
+    print("Ctrl-C stops.", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        arena.stop()
+    return 0
+
+
+def _experts_record(args: argparse.Namespace) -> int:
+    """Run the scripted expert on the arena split and write its successful episodes as BC data."""
+    from .aio import run
+    from .experts import Expert
+    from .rollout import run_episodes
+    from .trajectory import write_jsonl
+
+    args.suite, args.tasks = "arena", None
+    tasks = _select_tasks(args)
+    result = run(run_episodes(Expert(), tasks, episodes=1, concurrency=args.concurrency, max_turns=args.max_turns,
+                              seed=args.seed, progress=not args.quiet))
+    good = [t for t in result.trajectories if t.success]
+    write_jsonl(args.out, good)
+    failed = [t for t in result.trajectories if not t.success]
+    print(f"wrote {len(good)} demonstrations ({sum(len(t.turns) for t in good)} steps) to {args.out}; "
+          f"{len(failed)} episodes failed and were left out", file=sys.stderr)
+    for t in failed[:20]:
+        why = t.infra_error or (t.verdict or {}).get("checks")
+        print(f"  {t.task_id}: {t.status}: {why}", file=sys.stderr)
+    return 0 if good else 1
 
 
 def _install_browser(args: argparse.Namespace) -> int:
@@ -188,8 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION")
     tsub.required = True
     tl = tsub.add_parser("list", help="list tasks", description="List the tasks of a suite or task file.")
-    tl.add_argument("--suite", default="miniwob", help="suite name (miniwob) or a .json/.jsonl task file")
-    tl.add_argument("--split", default=None, help="split, for suites that have them")
+    tl.add_argument("--suite", default="miniwob", help="miniwob, arena, or a .json/.jsonl task file")
+    tl.add_argument("--split", default=None, help="arena split: train (default), test or all")
     tl.add_argument("--json", action="store_true", help="print JSON (task names for miniwob, records otherwise)")
     tl.set_defaults(func=_tasks_list)
 
@@ -198,10 +272,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run episodes of a policy in a real headless Chromium and report success rate, "
         "invalid-action rate, turns and infrastructure failures.",
     )
-    ev.add_argument("--suite", default="miniwob", help="suite name (miniwob) or a .json/.jsonl task file")
-    ev.add_argument("--tasks", default=None, help="comma-separated task names/ids (default: all of the suite)")
-    ev.add_argument("--policy", default="scripted", help="policy to run: scripted (MiniWoB++ expert)")
-    ev.add_argument("--episodes", type=int, default=8, help="episodes per task (default 8)")
+    ev.add_argument("--suite", default="miniwob", help="miniwob, arena, or a .json/.jsonl task file")
+    ev.add_argument("--split", default=None, help="arena split: train (default), test or all")
+    ev.add_argument("--tasks", default=None, help="comma-separated task names/ids, or arena template ids "
+                    "(default: all of the suite/split)")
+    ev.add_argument("--limit", type=int, default=None, help="run a seeded sample of N of the selected tasks")
+    ev.add_argument("--policy", default="scripted", choices=POLICIES,
+                    help="expert/scripted: the scripted experts (MiniWoB++ and arena); random: random valid actions")
+    ev.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
     ev.add_argument("--concurrency", type=int, default=8, help="episodes running at once on one browser (default 8)")
     ev.add_argument("--max-turns", type=int, default=15, help="turn limit per episode (default 15)")
     ev.add_argument("--seed", type=int, default=0, help="fixes the episodes' seeds (default 0)")
@@ -223,6 +301,32 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     demo.add_argument("--out", help="run directory (default runs/demo-<time>)")
     demo.set_defaults(func=_demo)
+
+    sites = sub.add_parser("sites", help="the arena's bundled websites")
+    ssub = sites.add_subparsers(dest="sites_command", metavar="ACTION")
+    ssub.required = True
+    ss = ssub.add_parser("serve", help="serve the arena sites on 127.0.0.1 until Ctrl-C",
+                         description="Build the arena world and serve its sites on 127.0.0.1. Requests without an "
+                         "episode cookie share one state (episodes run by the kit get their own copies).")
+    ss.add_argument("--world-seed", type=int, default=0, help="seed of the generated site data (default 0)")
+    ss.add_argument("--port-base", type=int, default=0,
+                    help="first port; sites get PORT, PORT+10, ... (default: free ports)")
+    ss.set_defaults(func=_sites_serve)
+
+    ex = sub.add_parser("experts", help="scripted expert demonstrations (behaviour-cloning data)")
+    xsub = ex.add_subparsers(dest="experts_command", metavar="ACTION")
+    xsub.required = True
+    xr = xsub.add_parser("record", help="record expert demonstrations on the arena",
+                         description="Run the scripted expert once on each arena task of a split and write the "
+                         "successful episodes (with a <think> rationale per step) as trajectory JSONL.")
+    xr.add_argument("--split", default="train", help="train (default), test or all")
+    xr.add_argument("--limit", type=int, default=None, help="a seeded sample of N tasks")
+    xr.add_argument("--out", required=True, help="output JSONL file")
+    xr.add_argument("--concurrency", type=int, default=4, help="episodes at once (default 4)")
+    xr.add_argument("--max-turns", type=int, default=30, help="turn limit per episode (default 30)")
+    xr.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    xr.add_argument("--quiet", action="store_true", help="no progress bar")
+    xr.set_defaults(func=_experts_record)
 
     ib = sub.add_parser("install-browser", help="find or install a Chromium the kit can drive",
                         description="Use an existing browser if there is one; otherwise try Playwright's own "

@@ -53,8 +53,9 @@ class EnvConfig:
     headless: bool = True
     """Run the browser without a window."""
 
-    action_timeout_ms: int = 3000
-    """How long an action may wait for its element to become actionable."""
+    action_timeout_ms: int = 5000
+    """How long an action may wait for its element to become actionable (visible, enabled,
+    not covered). Waiting for the page load an action starts is bounded by navigation_timeout_ms."""
 
     navigation_timeout_ms: int = 15000
     """How long a page load may take before it counts as an infrastructure failure."""

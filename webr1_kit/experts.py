@@ -6,7 +6,9 @@ action text, so it exercises the same parser and executor, and its episodes are
 valid behaviour-cloning data. No back doors into the page.
 
 `MiniWoBExpert` solves click-button, click-link, enter-text, focus-text and
-click-checkboxes. It answers in the paper's format, `<think>…</think><answer>…</answer>`.
+click-checkboxes. The arena's experts live with their templates
+(webr1_kit/tasks/arena_templates/); `Expert` routes each task to the right one.
+All answer in the paper's format, `<think>…</think><answer>…</answer>`.
 """
 
 from __future__ import annotations
@@ -75,3 +77,20 @@ class MiniWoBExpert:
         if not candidates:
             return respond(f"I cannot see {what}.", Action("Scroll Down"))
         return respond(f"Click {what}.", Action("Click", element=candidates[0].id))
+
+
+class Expert:
+    """The scripted expert for any supported task: MiniWoB++ or arena."""
+
+    name = "expert"
+
+    def __init__(self) -> None:
+        from .tasks.arena import ArenaExpert
+
+        self.miniwob = MiniWoBExpert()
+        self.arena = ArenaExpert()
+
+    async def act(self, task: Task, intent: str, observation: Observation, history: list[Any]) -> str:
+        if task.suite == "arena":
+            return await self.arena.act(task, intent, observation, history)
+        return await self.miniwob.act(task, intent, observation, history)

@@ -42,7 +42,7 @@ async def run_episode(
     """Play one episode of `task` with `policy` in `env`. Raises InfraError on infrastructure failure."""
     t0 = time.perf_counter()
     obs = await env.reset(task, seed=seed)
-    traj = Trajectory(task_id=task.task_id, intent=env.intent, seed=seed)
+    traj = Trajectory(task_id=task.task_id, intent=env.intent, seed=seed, meta=task_meta(task))
     keep_shots = env.config.screenshot if screenshots is None else screenshots
     for _ in range(max_turns):
         t_turn = time.perf_counter()
@@ -87,13 +87,27 @@ class EvalResult:
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
+def task_meta(task: Task) -> dict[str, Any]:
+    """What a trajectory keeps about its task, for per-site and per-template results."""
+    return {"template": task.template, "sites": list(task.sites)}
+
+
+def site_key(sites: list[str] | tuple[str, ...]) -> str:
+    """The per-site bucket of a task: its site, or "multi" for multi-site tasks (as WebArena-Lite reports)."""
+    return sites[0] if len(sites) == 1 else ("multi" if sites else "unknown")
+
+
+def _rates(trajectories: list[Trajectory], key: Any) -> dict[str, float]:
+    groups: dict[str, list[float]] = {}
+    for t in trajectories:
+        groups.setdefault(key(t), []).append(t.reward)
+    return {k: sum(v) / len(v) for k, v in sorted(groups.items())}
+
+
 def summarize(trajectories: list[Trajectory], seconds: float) -> dict[str, Any]:
     """Success rate over evaluated episodes; infrastructure failures are counted apart."""
     ok = [t for t in trajectories if t.status != "infra_failure"]
     steps = sum(len(t.turns) for t in ok)
-    per_task: dict[str, list[float]] = {}
-    for t in ok:
-        per_task.setdefault(t.task_id, []).append(t.reward)
     return {
         "success_rate": sum(t.reward for t in ok) / len(ok) if ok else None,
         "episodes": len(trajectories),
@@ -102,7 +116,9 @@ def summarize(trajectories: list[Trajectory], seconds: float) -> dict[str, Any]:
         "invalid_action_rate": sum(t.invalid_actions for t in ok) / steps if steps else 0.0,
         "mean_turns": steps / len(ok) if ok else 0.0,
         "truncated": sum(1 for t in ok if t.status == "truncated"),
-        "per_task": {k: sum(v) / len(v) for k, v in sorted(per_task.items())},
+        "per_site": _rates(ok, lambda t: site_key(t.meta.get("sites", []))),
+        "per_template": _rates(ok, lambda t: str(t.meta.get("template"))),
+        "per_task": _rates(ok, lambda t: t.task_id),
         "seconds": round(seconds, 2),
         "episodes_per_s": round(len(trajectories) / seconds, 3) if seconds > 0 else None,
     }
@@ -172,7 +188,8 @@ async def _attempt(env: BrowserEnv, task: Task, policy: Policy, seed: int, max_t
         except InfraError as exc:
             error = str(exc)
             await env.browser.ensure_alive()  # if the whole browser died, start a new one for everybody
-    return Trajectory(task_id=task.task_id, intent=env.intent, seed=seed, status="infra_failure", infra_error=error)
+    return Trajectory(task_id=task.task_id, intent=env.intent or task.intent, seed=seed, status="infra_failure",
+                      infra_error=error, meta=task_meta(task))
 
 
 def _progress_bar(total: int) -> Any:
