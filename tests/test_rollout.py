@@ -17,7 +17,7 @@ class CountingExpert(MiniWoBExpert):
     def __init__(self, browser):
         self.browser, self.peak = browser, 0
 
-    async def act(self, task, intent, observation, history):
+    async def act(self, task, intent, observation, history, seed=0):
         self.peak = max(self.peak, len(self.browser._browser.contexts))
         return await super().act(task, intent, observation, history)
 
@@ -55,7 +55,7 @@ async def test_infrastructure_failures_are_recorded_not_scored(browser, fixture_
 
 async def test_turn_limit_truncates_and_scores_without_an_answer(browser):
     class Idle:
-        async def act(self, task, intent, observation, history):
+        async def act(self, task, intent, observation, history, seed=0):
             return 'do(action="Scroll Down")'
 
     env = BrowserEnv(browser)

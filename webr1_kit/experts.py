@@ -40,7 +40,7 @@ class MiniWoBExpert:
         (re.compile(r"^Select (.*) and click Submit\.$"), "_click_checkboxes"),
     )
 
-    async def act(self, task: Task, intent: str, observation: Observation, history: list[Any]) -> str:
+    async def act(self, task: Task, intent: str, observation: Observation, history: list[Any], seed: int = 0) -> str:
         for pattern, method in self._rules:
             m = pattern.match(intent.strip())
             if m:
@@ -90,7 +90,7 @@ class Expert:
         self.miniwob = MiniWoBExpert()
         self.arena = ArenaExpert()
 
-    async def act(self, task: Task, intent: str, observation: Observation, history: list[Any]) -> str:
+    async def act(self, task: Task, intent: str, observation: Observation, history: list[Any], seed: int = 0) -> str:
         if task.suite == "arena":
             return await self.arena.act(task, intent, observation, history)
         return await self.miniwob.act(task, intent, observation, history)

