@@ -1,7 +1,8 @@
 """The online shop ("One Stop Market", after WebArena's shopping site).
 
 Pages: home with categories and top-rated products, category listings with sorting and
-pagination, search, product pages with reviews and a review form, and the cart.
+pagination, search, product pages with reviews and a review form, and the cart (here);
+checkout, order confirmation and "My Account" with the order history (account.py).
 Everything reads and writes the episode's "store" database through `g.db`.
 """
 
@@ -13,7 +14,8 @@ from flask import Flask, abort, flash, g, redirect, render_template, request, ur
 
 from .. import SiteSpec
 from ..web import FormErrors, paginate, sort_clause
-from .data import money
+from .account import current_customer, register_account
+from .data import TODAY, money, nice_date, status_label
 
 SORTS = {
     "name": "p.name ASC",
@@ -31,15 +33,11 @@ GROUP BY p.id ORDER BY {order}
 """
 
 
-def current_customer() -> Any:
-    row = g.db.execute("SELECT user_id FROM sessions WHERE site = 'shop'").fetchone()
-    if row is None:
-        return None
-    return g.db.execute("SELECT * FROM customers WHERE id = ?", (row[0],)).fetchone()
-
-
 def register(app: Flask) -> None:
     app.jinja_env.filters["money"] = money
+    app.jinja_env.filters["nice_date"] = nice_date
+    app.jinja_env.filters["status_label"] = status_label
+    register_account(app)
 
     @app.context_processor
     def _shop_globals() -> dict[str, Any]:
@@ -99,8 +97,8 @@ def register(app: Flask) -> None:
                 customer = current_customer()
                 g.db.execute(
                     "INSERT INTO reviews (product_id, customer_id, nickname, rating, title, body, status, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?, 'pending', date('2024-01-01'))",
-                    (pid, customer["id"] if customer else None, nickname, rating, title, body),
+                    " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                    (pid, customer["id"] if customer else None, nickname, rating, title, body, TODAY.isoformat()),
                 )
                 flash("Thank you for your review. It will appear after moderation.")
                 return redirect(url_for("product", pid=pid))
