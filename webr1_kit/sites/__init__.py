@@ -40,16 +40,18 @@ class SiteSpec:
 
 def site_specs() -> tuple[SiteSpec, ...]:
     """Every arena site, in a fixed order."""
+    from . import code as code_site
     from . import shop
 
-    return (shop.SITE,)
+    return (shop.SITE, code_site.SITE)
 
 
 def _databases() -> dict[str, Callable]:
     """Database name -> build(conn, seed), for every database the sites use."""
+    from .code import data as code_data
     from .shop import data as shop_data
 
-    return {"store": shop_data.build}
+    return {"store": shop_data.build, "code": code_data.build}
 
 
 class Arena:
