@@ -41,9 +41,9 @@ class SiteSpec:
 def site_specs() -> tuple[SiteSpec, ...]:
     """Every arena site, in a fixed order."""
     from . import code as code_site
-    from . import shop
+    from . import admin, shop
 
-    return (shop.SITE, code_site.SITE)
+    return (shop.SITE, admin.SITE, code_site.SITE)
 
 
 def _databases() -> dict[str, Callable]:

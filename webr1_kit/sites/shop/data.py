@@ -216,8 +216,9 @@ def nice_date(iso: str) -> str:
 def date_answers(iso: str) -> str:
     """The ways a person may write a date, as WebArena's "|OR|" alternatives."""
     d = date.fromisoformat(iso[:10])
-    return " |OR| ".join([nice_date(iso), f"{d.strftime('%B')} {d.day}, {d.year}", d.isoformat(),
-                          f"{d.month}/{d.day}/{d.year}", f"{d.month:02d}/{d.day:02d}/{d.year}"])
+    forms = [nice_date(iso), f"{d.strftime('%B')} {d.day}, {d.year}", d.isoformat(),
+             f"{d.month}/{d.day}/{d.year}", f"{d.month:02d}/{d.day:02d}/{d.year}"]
+    return " |OR| ".join(dict.fromkeys(forms))  # May is its own abbreviation: no duplicates
 
 
 def status_label(status: str) -> str:

@@ -91,3 +91,21 @@ def read(obs: Observation, pattern: str) -> str | None:
 
 def steps_taken(history: list) -> int:
     return len(history)
+
+
+def fill(obs: Observation, fields: list[tuple[str, str]], what: str = "the form") -> str | None:
+    """The next action that makes each labelled field hold its value (Type into text fields,
+    Select Dropdown Option on <select>s, by option text), scrolling down to fields that are
+    not in view; None when every field already holds its value."""
+    for label, value in fields:
+        el = find(obs, name=label)
+        if el is None:
+            if "more of the page is below" in obs.content:
+                return scroll_down(f"The {label} field of {what} is not in view; scroll down.")
+            continue
+        if el.tag == "select":
+            if (el.value or "").strip() != value:
+                return select(f"Set {label} to {value} in {what}.", el, value)
+        elif (el.value or "") != value:
+            return type_text(f"Enter {value} as {label} in {what}.", el, value)
+    return None
