@@ -41,17 +41,18 @@ class SiteSpec:
 def site_specs() -> tuple[SiteSpec, ...]:
     """Every arena site, in a fixed order."""
     from . import code as code_site
-    from . import admin, shop
+    from . import admin, forum, shop
 
-    return (shop.SITE, admin.SITE, code_site.SITE)
+    return (shop.SITE, admin.SITE, forum.SITE, code_site.SITE)
 
 
 def _databases() -> dict[str, Callable]:
     """Database name -> build(conn, seed), for every database the sites use."""
     from .code import data as code_data
+    from .forum import data as forum_data
     from .shop import data as shop_data
 
-    return {"store": shop_data.build, "code": code_data.build}
+    return {"store": shop_data.build, "forum": forum_data.build, "code": code_data.build}
 
 
 class Arena:
