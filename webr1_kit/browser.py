@@ -328,7 +328,7 @@ class BrowserEnv:
         await self._close_context()
         self.task, self.suite = task, get_suite(task.suite)
         self.seed = seed if seed is not None else random.randrange(2**31)
-        self.steps, self.done = 0, False
+        self.steps, self.done, self.intent = 0, False, ""
         self.errors = Counter()
         self._ids, self._blocked, self._notes, self._server_errors = set(), [], [], []
         self._crashed, self._watched = False, []

@@ -130,11 +130,12 @@ class Generator:
         finish = ["length"] * n
         done = [False] * n
         was_training = model.training
+        cache_kw = _cache_kwarg(model)
         model.eval()
         try:
             with torch.inference_mode():
                 out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
-                past, logits = out.past_key_values, out.logits[:, -1, :]
+                past, logits = _cache_of(out), out.logits[:, -1, :]
                 for _ in range(cfg.max_new_tokens):
                     logp = torch.log_softmax(logits.float(), dim=-1)
                     step = torch.full((n, 1), self.pad_id, dtype=torch.long)
@@ -152,8 +153,8 @@ class Generator:
                     mask = torch.cat([mask, torch.ones((n, 1), dtype=torch.long, device=device)], dim=1)
                     positions = positions[:, -1:] + 1
                     out = model(input_ids=step.to(device), attention_mask=mask, position_ids=positions,
-                                past_key_values=past, use_cache=True)
-                    past, logits = out.past_key_values, out.logits[:, -1, :]
+                                use_cache=True, **{cache_kw: past})
+                    past, logits = _cache_of(out), out.logits[:, -1, :]
         finally:
             model.train(was_training)
         results = [
@@ -184,3 +185,17 @@ class Generator:
             return False
         tail = self.tokenizer.decode(ids[-8:], skip_special_tokens=True)
         return any(s in tail for s in self.stop)
+
+
+def _cache_of(out: Any) -> Any:
+    """The KV cache of a forward's output (transformers 5.x calls it `cache`, 4.x `past_key_values`)."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
+def _cache_kwarg(model: Any) -> str:
+    """The forward keyword that takes a KV cache, for this transformers version."""
+    import inspect
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"

@@ -248,12 +248,12 @@ async def run_episodes(
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(concurrency, len(jobs)))))
+        seconds = time.perf_counter() - t0  # episodes only: not the browser's shutdown
     finally:
         if bar is not None:
             bar.close()
         if own:
             await browser.close()
-    seconds = time.perf_counter() - t0
     trajectories = [r for r in results if r is not None]
     return EvalResult(trajectories, seconds, summarize(trajectories, seconds))
 
