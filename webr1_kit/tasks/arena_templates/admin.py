@@ -178,8 +178,9 @@ SKU_STOCK = Template(
 
 # ---------------------------------------------------------------- filtered orders grid (nav)
 
-ORDER_SORTS = {"date_desc": ("purchase date, newest first", "Purchase Date: newest first"),
-               "date_asc": ("purchase date, oldest first", "Purchase Date: oldest first"),
+# Not the grid's default (newest first): a URL without ?sort= shows that order too, so it
+# would be a correct page that url_match cannot recognise.
+ORDER_SORTS = {"date_asc": ("purchase date, oldest first", "Purchase Date: oldest first"),
                "total_desc": ("grand total, highest first", "Grand Total: highest first"),
                "total_asc": ("grand total, lowest first", "Grand Total: lowest first")}
 
