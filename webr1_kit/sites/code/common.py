@@ -47,7 +47,8 @@ def role_of(project_id: int, user: Any = None) -> int:
     user = user if user is not None else current_user()
     if user is None:
         return 0
-    row = g.db.execute("SELECT role FROM members WHERE project_id = ? AND user_id = ?", (project_id, user["id"])).fetchone()
+    row = g.db.execute("SELECT role FROM members WHERE project_id = ? AND user_id = ?",
+                       (project_id, user["id"])).fetchone()
     return row[0] if row else 0
 
 

@@ -315,7 +315,8 @@ def build(conn: sqlite3.Connection, seed: int = 0) -> None:
     group_owner = {g[0]: rng.randint(2, n_users) for g in GROUPS}
     project_members: dict[int, list[tuple[int, int]]] = {}
     byteblaze = user_ids["byteblaze"]
-    byteblaze_extra = rng.sample([i for i, p in enumerate(PROJECTS, start=1) if p[0] not in ("byteblaze", "a11yproject")], 6)
+    others_projects = [i for i, p in enumerate(PROJECTS, start=1) if p[0] not in ("byteblaze", "a11yproject")]
+    byteblaze_extra = rng.sample(others_projects, 6)
     for pid, (ns, path, language, description) in enumerate(PROJECTS, start=1):
         created = _day(rng, 0, 600)
         readme = README.format(path=path, description=description,
@@ -413,7 +414,8 @@ def build(conn: sqlite3.Connection, seed: int = 0) -> None:
             while branch in branches:
                 branch += f"-{iid}"
             branches.add(branch)
-            target = rng.choices([default, "develop", "release-2.1", "release-3.0", "staging"], weights=[60, 15, 8, 8, 9])[0]
+            target = rng.choices([default, "develop", "release-2.1", "release-3.0", "staging"],
+                                 weights=[60, 15, 8, 8, 9])[0]
             state = rng.choices(["opened", "merged", "closed"], weights=[45, 40, 15])[0]
             created_n = rng.randint(500, 1200)
             created = (START + timedelta(days=created_n)).isoformat()

@@ -59,7 +59,8 @@ def issue_filters(p: Any, args: Any) -> tuple[str, list[Any], dict[str, str]]:
 def issue_form_options(p: Any) -> dict[str, Any]:
     """The labels, milestones and possible assignees (members) of a project, for the forms."""
     return {
-        "labels": g.db.execute("SELECT * FROM labels WHERE project_id = ? ORDER BY name COLLATE NOCASE", (p["id"],)).fetchall(),
+        "labels": g.db.execute("SELECT * FROM labels WHERE project_id = ? ORDER BY name COLLATE NOCASE",
+                               (p["id"],)).fetchall(),
         "milestones": g.db.execute("SELECT * FROM milestones WHERE project_id = ? AND state = 'active' ORDER BY title",
                                    (p["id"],)).fetchall(),
         "assignees": project_members(p["id"]),
@@ -112,7 +113,8 @@ def register(app: Flask) -> None:
         state = request.args.get("state", "opened")
         state = state if state in ("opened", "closed", "all") else "opened"
         where, params, shown = issue_filters(p, request.args)
-        base = f"FROM issues i LEFT JOIN users s ON s.id = i.assignee_id LEFT JOIN milestones m ON m.id = i.milestone_id {where}"
+        base = ("FROM issues i LEFT JOIN users s ON s.id = i.assignee_id"
+                f" LEFT JOIN milestones m ON m.id = i.milestone_id {where}")
         counts = {"opened": 0, "closed": 0}
         for row in g.db.execute(f"SELECT i.state, COUNT(*) {base} GROUP BY i.state", params):
             counts[row[0]] = row[1]
@@ -137,13 +139,15 @@ def register(app: Flask) -> None:
             form = request.form
             values = read_issue_form(p, form, errors, options)
             if not errors:
-                iid = g.db.execute("SELECT COALESCE(MAX(iid), 0) + 1 FROM issues WHERE project_id = ?", (p["id"],)).fetchone()[0]
+                iid = g.db.execute("SELECT COALESCE(MAX(iid), 0) + 1 FROM issues WHERE project_id = ?",
+                                   (p["id"],)).fetchone()[0]
                 cur = g.db.execute(
-                    "INSERT INTO issues (project_id, iid, title, description, state, author_id, assignee_id, milestone_id,"
-                    " created, updated) VALUES (?, ?, ?, ?, 'opened', ?, ?, ?, ?, ?)",
+                    "INSERT INTO issues (project_id, iid, title, description, state, author_id, assignee_id,"
+                    " milestone_id, created, updated) VALUES (?, ?, ?, ?, 'opened', ?, ?, ?, ?, ?)",
                     (p["id"], iid, values["title"], values["description"], user["id"], values["assignee"],
                      values["milestone"], TODAY, TODAY))
-                g.db.executemany("INSERT INTO issue_labels VALUES (?, ?)", [(cur.lastrowid, lid) for lid in values["labels"]])
+                g.db.executemany("INSERT INTO issue_labels VALUES (?, ?)",
+                                 [(cur.lastrowid, lid) for lid in values["labels"]])
                 touch(p["id"])
                 flash(f"Issue #{iid} was created.")
                 return redirect(url_for("issue", ns=ns, proj=proj, iid=iid))
@@ -168,8 +172,8 @@ def register(app: Flask) -> None:
                 flash("Your comment was added.")
                 return redirect(url_for("issue", ns=ns, proj=proj, iid=iid))
         notes = g.db.execute(
-            "SELECT n.*, u.name AS author_name, u.username AS author_username FROM notes n JOIN users u ON u.id = n.author_id"
-            " WHERE n.issue_id = ? ORDER BY n.created, n.id", (row["id"],)).fetchall()
+            "SELECT n.*, u.name AS author_name, u.username AS author_username FROM notes n"
+            " JOIN users u ON u.id = n.author_id WHERE n.issue_id = ? ORDER BY n.created, n.id", (row["id"],)).fetchall()
         return render_template("issue.html", p=p, issue=row, notes=notes, errors=errors,
                                labels=labels_by_issue([row["id"]])[row["id"]], may_edit=may_edit(p, row),
                                draft=request.form.get("body", "") if errors else "")
@@ -214,11 +218,12 @@ def register(app: Flask) -> None:
             chosen = set(form.getlist("labels"))
             values = read_issue_form(p, form, errors, options)
             if not errors:
-                g.db.execute("UPDATE issues SET title = ?, description = ?, assignee_id = ?, milestone_id = ?, updated = ?"
-                             " WHERE id = ?", (values["title"], values["description"], values["assignee"],
-                                               values["milestone"], TODAY, row["id"]))
+                g.db.execute("UPDATE issues SET title = ?, description = ?, assignee_id = ?, milestone_id = ?,"
+                             " updated = ? WHERE id = ?", (values["title"], values["description"], values["assignee"],
+                                                           values["milestone"], TODAY, row["id"]))
                 g.db.execute("DELETE FROM issue_labels WHERE issue_id = ?", (row["id"],))
-                g.db.executemany("INSERT INTO issue_labels VALUES (?, ?)", [(row["id"], lid) for lid in values["labels"]])
+                g.db.executemany("INSERT INTO issue_labels VALUES (?, ?)",
+                                 [(row["id"], lid) for lid in values["labels"]])
                 touch(p["id"])
                 flash(f"Issue #{iid} was updated.")
                 return redirect(url_for("issue", ns=ns, proj=proj, iid=iid))

@@ -11,7 +11,8 @@ from ..web import paginate
 from .common import DEVELOPER, current_user, forbidden, load_project, role_of, touch, words_where
 
 MR_SQL = """
-SELECT r.*, a.name AS author_name, a.username AS author_username, s.name AS assignee_name, s.username AS assignee_username,
+SELECT r.*, a.name AS author_name, a.username AS author_username,
+       s.name AS assignee_name, s.username AS assignee_username,
        (SELECT COUNT(*) FROM approvals ap WHERE ap.mr_id = r.id) AS n_approvals
 FROM merge_requests r JOIN users a ON a.id = r.author_id LEFT JOIN users s ON s.id = r.assignee_id
 """
@@ -50,8 +51,8 @@ def register(app: Flask) -> None:
         approvers = g.db.execute("SELECT u.* FROM approvals ap JOIN users u ON u.id = ap.user_id WHERE ap.mr_id = ?"
                                  " ORDER BY u.name COLLATE NOCASE", (mr["id"],)).fetchall()
         notes = g.db.execute(
-            "SELECT n.*, u.name AS author_name, u.username AS author_username FROM notes n JOIN users u ON u.id = n.author_id"
-            " WHERE n.mr_id = ? ORDER BY n.created, n.id", (mr["id"],)).fetchall()
+            "SELECT n.*, u.name AS author_name, u.username AS author_username FROM notes n"
+            " JOIN users u ON u.id = n.author_id WHERE n.mr_id = ? ORDER BY n.created, n.id", (mr["id"],)).fetchall()
         user = current_user()
         approved = user is not None and any(a["id"] == user["id"] for a in approvers)
         may_approve = mr["state"] == "opened" and role_of(p["id"]) >= DEVELOPER

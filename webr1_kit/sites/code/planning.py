@@ -60,8 +60,8 @@ def register(app: Flask) -> None:
             color = errors.text(form, "color", "Background color", 7)
             if "color" not in errors and not COLOR.match(color):
                 errors["color"] = "Background color must be a hex colour like #1f75cb."
-            if "title" not in errors and g.db.execute(
-                    "SELECT 1 FROM labels WHERE project_id = ? AND name = ? COLLATE NOCASE", (p["id"], name)).fetchone():
+            if "title" not in errors and g.db.execute("SELECT 1 FROM labels WHERE project_id = ? AND name = ? COLLATE NOCASE",
+                                                      (p["id"], name)).fetchone():
                 errors["title"] = "A label with this title already exists."
             if not errors:
                 g.db.execute("INSERT INTO labels (project_id, name, color, description) VALUES (?, ?, ?, ?)",
@@ -98,7 +98,8 @@ def register(app: Flask) -> None:
             if start and due and due < start:
                 errors["due_date"] = "Due date must not be before the start date."
             if "title" not in errors and g.db.execute(
-                    "SELECT 1 FROM milestones WHERE project_id = ? AND title = ? COLLATE NOCASE", (p["id"], title)).fetchone():
+                    "SELECT 1 FROM milestones WHERE project_id = ? AND title = ? COLLATE NOCASE",
+                    (p["id"], title)).fetchone():
                 errors["title"] = "A milestone with this title already exists."
             if not errors:
                 iid = g.db.execute("SELECT COALESCE(MAX(iid), 0) + 1 FROM milestones WHERE project_id = ?",
@@ -123,6 +124,8 @@ def register(app: Flask) -> None:
             g.db.execute("UPDATE milestones SET state = ? WHERE id = ?", (new_state, m["id"]))
             flash(f"Milestone {m['title']} was {'closed' if new_state == 'closed' else 'reopened'}.")
             return redirect(url_for("milestone", ns=ns, proj=proj, iid=iid))
-        issues = g.db.execute(ISSUE_SQL + " WHERE i.milestone_id = ? ORDER BY i.state DESC, i.iid", (m["id"],)).fetchall()
-        return render_template("milestone.html", p=p, m=m, issues=issues, labels=labels_by_issue(i["id"] for i in issues),
+        issues = g.db.execute(ISSUE_SQL + " WHERE i.milestone_id = ? ORDER BY i.state DESC, i.iid",
+                              (m["id"],)).fetchall()
+        return render_template("milestone.html", p=p, m=m, issues=issues,
+                               labels=labels_by_issue(i["id"] for i in issues),
                                may_manage=can(p, MAINTAINER))

@@ -8,7 +8,8 @@ from typing import Any
 from flask import Flask, abort, flash, g, redirect, render_template, request, url_for
 
 from ..web import FormErrors, paginate, sort_clause
-from .common import MAINTAINER, OWNER, PROJECT_SQL, current_user, forbidden, like, load_project, project_members, role_of, touch
+from .common import (MAINTAINER, OWNER, PROJECT_SQL, current_user, forbidden, like, load_project, project_members,
+                     role_of, touch)
 from .data import ROLE_IDS, TODAY
 
 # Columns of the wrapped PROJECT_SQL: ns is the namespace path, path the project's.
@@ -64,7 +65,8 @@ def register(app: Flask) -> None:
         if q:
             # every word in the path ("ns/project") or the description
             words = q.split()[:8]
-            where = " ".join("AND (ns || '/' || path LIKE ? ESCAPE '\\' OR description LIKE ? ESCAPE '\\')" for _ in words)
+            clause = "AND (ns || '/' || path LIKE ? ESCAPE '\\' OR description LIKE ? ESCAPE '\\')"
+            where = " ".join(clause for _ in words)
             params = [v for w in words for v in (like(w), like(w))]
         page = paginate(g.db, _listing(where, order), params, per_page=10)
         return render_template("explore.html", page=page, q=q, sort=sort)

@@ -16,9 +16,10 @@ import re
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
+from ...actions import Action
 from ...observation import Observation
 from ..arena import Instance, Template, World, answer_eval, page_eval, url_eval
-from ._expert import answer, click, click_or_scroll, find, scroll_down, search, select, type_text
+from ._expert import answer, click, click_or_scroll, find, say, scroll_down, search, select, type_text
 
 ME = 1  # the seed's signed-in user, byteblaze
 REPORTER, MAINTAINER = 20, 40
@@ -82,6 +83,8 @@ def to_tab(p: dict[str, Any], obs: Observation, history: list, tab: str, suffix:
         return then(obs)
 
     def on_project(obs: Observation) -> str:
+        if find(obs, name=tab, role="link") is None and "more of the page is above" in obs.content:
+            return say("The project tabs are at the top of the page; scroll up.", Action("Scroll Up"))
         return click_or_scroll(obs, history, f"the project's {tab} tab", name=tab, role="link")
 
     return to_project(p, obs, history, on_project)
@@ -89,7 +92,7 @@ def to_tab(p: dict[str, Any], obs: Observation, history: list, tab: str, suffix:
 
 def to_issue(p: dict[str, Any], obs: Observation, history: list, then: Callable[[Observation], str]) -> str:
     """Reach issue p["iid"] of project p: search its title in the issue list and open it."""
-    here, query = where(obs)
+    here, _ = where(obs)
     issue = f"{project_path(p)}/-/issues/{p['iid']}"
     if here == issue:
         return then(obs)
@@ -111,7 +114,7 @@ def to_issue(p: dict[str, Any], obs: Observation, history: list, then: Callable[
 
 def to_mr(p: dict[str, Any], obs: Observation, history: list, then: Callable[[Observation], str]) -> str:
     """Reach merge request p["iid"]: all states, search its title, open it."""
-    here, query = where(obs)
+    here, _ = where(obs)
     if here == f"{project_path(p)}/-/merge_requests/{p['iid']}":
         return then(obs)
 
@@ -131,7 +134,7 @@ def to_mr(p: dict[str, Any], obs: Observation, history: list, then: Callable[[Ob
     return to_tab(p, obs, history, "Merge requests", "merge_requests", on_list)
 
 
-def fill_form(obs: Observation, history: list, fields: list[tuple[str, str, str]], submit: str) -> str:
+def fill_form(obs: Observation, fields: list[tuple[str, str, str]], submit: str) -> str:
     """Fill a form top to bottom: each field is (kind, element name, value) with kind
     "text", "select" or "check"; visible fields that are wrong get fixed first, then the
     submit button is clicked (scrolling down to reach fields or the button)."""
@@ -155,7 +158,10 @@ def _flash(obs: Observation, pattern: str) -> bool:
     return re.search(pattern, flat(obs)) is not None
 
 
-PROJECTS_SQL = "SELECT p.id, p.path AS proj, n.path AS ns FROM projects p JOIN namespaces n ON n.id = p.namespace_id"
+# Every task query starts from a project: its id, namespace path (ns) and path (proj).
+PROJECT_COLS = "p.id, p.path AS proj, n.path AS ns"
+PROJECT_FROM = "FROM projects p JOIN namespaces n ON n.id = p.namespace_id"
+PROJECTS_SQL = f"SELECT {PROJECT_COLS} {PROJECT_FROM}"
 
 
 def _projects(world: World, min_role: int = 0) -> list[Any]:
@@ -175,7 +181,8 @@ def _base(p: Any) -> dict[str, Any]:
 
 def _label_count_instances(world: World):
     for p in _projects(world):
-        for r in world.query("code", "SELECT l.name, COUNT(i.id) AS n FROM labels l JOIN issue_labels il ON il.label_id = l.id"
+        for r in world.query("code", "SELECT l.name, COUNT(i.id) AS n FROM labels l"
+                             " JOIN issue_labels il ON il.label_id = l.id"
                              " JOIN issues i ON i.id = il.issue_id AND i.state = 'opened' WHERE l.project_id = ?"
                              " GROUP BY l.id HAVING n >= 1 ORDER BY l.name", (p["id"],)):
             yield Instance({**_base(p), "label": r["name"]}, answer_eval(must_include=[str(r["n"])]))
@@ -208,8 +215,8 @@ LABEL_COUNT = Template(
 
 
 def _assignee_instances(world: World):
-    for r in world.query("code", PROJECTS_SQL.replace("SELECT p.id,", "SELECT p.id AS pid, i.iid, i.title, u.name, u.username,")
-                         + " JOIN issues i ON i.project_id = p.id JOIN users u ON u.id = i.assignee_id"
+    for r in world.query("code", f"SELECT {PROJECT_COLS}, i.iid, i.title, u.name, u.username {PROJECT_FROM}"
+                         " JOIN issues i ON i.project_id = p.id JOIN users u ON u.id = i.assignee_id"
                          " WHERE i.state = 'opened' ORDER BY i.id"):
         yield Instance({**_base(r), "iid": r["iid"], "title": r["title"]},
                        answer_eval(must_include=[f"{r['name']} |OR| {r['username']}"]))
@@ -236,8 +243,8 @@ ISSUE_ASSIGNEE = Template(
 
 
 def _target_instances(world: World):
-    for r in world.query("code", PROJECTS_SQL.replace("SELECT p.id,", "SELECT p.id AS pid, r.iid, r.title, r.target_branch,")
-                         + " JOIN merge_requests r ON r.project_id = p.id ORDER BY r.id"):
+    for r in world.query("code", f"SELECT {PROJECT_COLS}, r.iid, r.title, r.target_branch {PROJECT_FROM}"
+                         " JOIN merge_requests r ON r.project_id = p.id ORDER BY r.id"):
         yield Instance({**_base(r), "iid": r["iid"], "title": r["title"]},
                        answer_eval(must_include=[r["target_branch"]]))
 
@@ -262,8 +269,8 @@ MR_TARGET = Template(
 
 
 def _stars_instances(world: World):
-    for r in world.query("code", PROJECTS_SQL.replace("SELECT p.id,", "SELECT p.id, (SELECT COUNT(*) FROM stars s"
-                                                      " WHERE s.project_id = p.id) AS n,") + " ORDER BY p.id"):
+    for r in world.query("code", f"SELECT {PROJECT_COLS}, (SELECT COUNT(*) FROM stars s WHERE s.project_id = p.id) AS n"
+                         f" {PROJECT_FROM} ORDER BY p.id"):
         if r["n"] > 0:  # "0" would be a guessable answer
             yield Instance(_base(r), answer_eval(must_include=[str(r["n"])]))
 
@@ -312,8 +319,8 @@ CLOSED_ISSUES = Template(
 
 
 def _milestone_instances(world: World):
-    for r in world.query("code", PROJECTS_SQL.replace("SELECT p.id,", "SELECT p.id, m.iid, m.title,")
-                         + " JOIN milestones m ON m.project_id = p.id ORDER BY m.id"):
+    for r in world.query("code", f"SELECT {PROJECT_COLS}, m.iid, m.title {PROJECT_FROM}"
+                         " JOIN milestones m ON m.project_id = p.id ORDER BY m.id"):
         yield Instance({**_base(r), "iid": r["iid"], "milestone": r["title"]},
                        url_eval(f"__GITLAB__/{r['ns']}/{r['proj']}/-/milestones/{r['iid']}"))
 
@@ -329,7 +336,8 @@ def _milestone_expert(p, obs, history):
         if link is not None:
             return click(f"Open the milestone {p['milestone']}.", link)
         if query.get("state") != "all":
-            return click_or_scroll(obs, history, "the All tab (the milestone may be closed)", contains="All ", role="link")
+            return click_or_scroll(obs, history, "the All tab (the milestone may be closed)",
+                                   contains="All ", role="link")
         return click_or_scroll(obs, history, f"the milestone {p['milestone']}", name=p["milestone"], role="link")
 
     return to_tab(p, obs, history, "Milestones", "milestones", on_milestones)
@@ -359,7 +367,8 @@ def _issue_list_labels(title: str) -> str:
     """Locator: the labels (", "-joined) of the first listed issue titled `title`."""
     return ("(() => { const row = [...document.querySelectorAll('li.issue')].find("
             f"e => e.querySelector('.issue-title').innerText.trim() === {json.dumps(title)}); "
-            "return row ? [...row.querySelectorAll('.issue-labels .label')].map(e => e.innerText.trim()).join(', ') : ''; })()")
+            "return row ? [...row.querySelectorAll('.issue-labels .label')]"
+            ".map(e => e.innerText.trim()).join(', ') : ''; })()")
 
 
 def _create_issue_instances(world: World):
@@ -394,7 +403,7 @@ def _create_issue_expert(p, obs, history):
     def on_issues(obs):
         here, _ = where(obs)
         if here.endswith("/-/issues/new"):
-            return fill_form(obs, history, [("text", "Title", p["title"]), ("check", p["label"], "")], "Create issue")
+            return fill_form(obs, [("text", "Title", p["title"]), ("check", p["label"], "")], "Create issue")
         if here.endswith("/-/issues"):
             return click_or_scroll(obs, history, "the New issue button", name="New issue", role="link")
         return click_or_scroll(obs, history, "the Issues tab", name="Issues", role="link")
@@ -414,8 +423,8 @@ CREATE_ISSUE = Template(
 
 def _close_instances(world: World):
     for p in _projects(world, REPORTER):
-        for r in world.query("code", "SELECT iid, title FROM issues WHERE project_id = ? AND state = 'opened' ORDER BY iid",
-                             (p["id"],)):
+        for r in world.query("code", "SELECT iid, title FROM issues WHERE project_id = ? AND state = 'opened'"
+                             " ORDER BY iid", (p["id"],)):
             yield Instance({**_base(p), "iid": r["iid"], "title": r["title"]},
                            page_eval((f"__GITLAB__/{p['ns']}/{p['proj']}/-/issues/{r['iid']}",
                                       "document.querySelector('#issue-state').innerText", "Closed")))
@@ -483,7 +492,7 @@ def _member_expert(p, obs, history):
     def on_members(obs):
         if _flash(obs, rf"Added .+ to {re.escape(project_name(p))} as {p['role']}\."):
             return answer(f"{p['username']} is now a {p['role']} of the project.", "done")
-        return fill_form(obs, history, [("text", "Username", p["username"]), ("select", "Role", p["role"])],
+        return fill_form(obs, [("text", "Username", p["username"]), ("select", "Role", p["role"])],
                          "Add to project")
 
     return to_tab(p, obs, history, "Members", "project_members", on_members)
@@ -505,8 +514,8 @@ COMMENTS = ["I can take this one next sprint.", "Reproduced on the latest main b
 
 
 def _comment_instances(world: World):
-    rows = world.query("code", PROJECTS_SQL.replace("SELECT p.id,", "SELECT p.id AS pid, i.iid, i.title, i.id AS issue_id,")
-                       + " JOIN issues i ON i.project_id = p.id ORDER BY i.id")
+    rows = world.query("code", f"SELECT {PROJECT_COLS}, i.iid, i.title {PROJECT_FROM}"
+                       " JOIN issues i ON i.project_id = p.id ORDER BY i.id")
     for k, r in enumerate(rows):
         text = COMMENTS[k % len(COMMENTS)]
         yield Instance({**_base(r), "iid": r["iid"], "title": r["title"], "comment": text},
@@ -519,7 +528,7 @@ def _comment_expert(p, obs, history):
     def on_issue(obs):
         if _flash(obs, r"Your comment was added\."):
             return answer("The comment is posted.", "done")
-        return fill_form(obs, history, [("text", "Comment", p["comment"])], "Comment")
+        return fill_form(obs, [("text", "Comment", p["comment"])], "Comment")
 
     return to_issue(p, obs, history, on_issue)
 
@@ -547,7 +556,8 @@ def _milestone_row(title: str) -> str:
 
 def _create_milestone_instances(world: World):
     for p in _projects(world, MAINTAINER):
-        taken = {r["title"] for r in world.query("code", "SELECT title FROM milestones WHERE project_id = ?", (p["id"],))}
+        taken = {r["title"] for r in world.query("code", "SELECT title FROM milestones WHERE project_id = ?",
+                                                 (p["id"],))}
         for k, title in enumerate(t for t in NEW_MILESTONES if t not in taken):
             due = DUE_DATES[(k + p["id"]) % len(DUE_DATES)]
             yield Instance({**_base(p), "milestone": title, "due": due},
@@ -561,7 +571,7 @@ def _create_milestone_expert(p, obs, history):
         if _flash(obs, rf"Milestone {re.escape(p['milestone'])} was created\."):
             return answer("The milestone exists now.", "done")
         if here.endswith("/-/milestones/new"):
-            return fill_form(obs, history, [("text", "Title", p["milestone"]), ("text", "Due date", p["due"])],
+            return fill_form(obs, [("text", "Title", p["milestone"]), ("text", "Due date", p["due"])],
                              "Create milestone")
         if here.endswith("/-/milestones"):
             return click_or_scroll(obs, history, "the New milestone button", name="New milestone", role="link")
