@@ -39,14 +39,16 @@ def _tasks_list(args: argparse.Namespace) -> int:
     return 0
 
 
-POLICIES = ("expert", "scripted", "random")
+POLICIES = ("expert", "scripted", "random", "embedded")
+"""Built-in policy names; any other --policy value is a model (Hugging Face id or local path)."""
 
 
 def _default_split(suite: str) -> str | None:
     return "train" if suite == "arena" else None
 
 
-def _make_policy(name: str, seed: int) -> Any:
+def _make_policy(name: str, seed: int, args: argparse.Namespace | None = None) -> Any:
+    """A scripted policy by name, or a language model ("embedded", a Hub id or a path)."""
     if name in ("expert", "scripted"):
         from .experts import Expert
 
@@ -55,7 +57,15 @@ def _make_policy(name: str, seed: int) -> Any:
         from .baselines import RandomPolicy
 
         return RandomPolicy(seed)
-    raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES)}")
+    from .config import PromptConfig, SamplingConfig
+    from .policy import load_policy
+
+    adapter = getattr(args, "adapter", None)
+    sampling = SamplingConfig(temperature=getattr(args, "temperature", 0.0) or 0.0,
+                              max_new_tokens=getattr(args, "max_new_tokens", 256) or 256)
+    prompt = PromptConfig(think=not getattr(args, "no_think", False))
+    print(f"loading model {name}" + (f" with adapter {adapter}" if adapter else ""), file=sys.stderr)
+    return load_policy(name, lora=None, adapter=adapter, prompt=prompt, sampling=sampling, seed=seed)
 
 
 def _select_tasks(args: argparse.Namespace) -> list:
@@ -114,7 +124,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     tasks = _select_tasks(args)
     cfg = _env_config(args)
-    policy = _make_policy(args.policy, args.seed)
+    policy = _make_policy(args.policy, args.seed, args)
     result = run(
         run_episodes(
             policy, tasks, episodes=args.episodes, concurrency=args.concurrency, max_turns=args.max_turns,
@@ -277,8 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--tasks", default=None, help="comma-separated task names/ids, or arena template ids "
                     "(default: all of the suite/split)")
     ev.add_argument("--limit", type=int, default=None, help="run a seeded sample of N of the selected tasks")
-    ev.add_argument("--policy", default="scripted", choices=POLICIES,
-                    help="expert/scripted: the scripted experts (MiniWoB++ and arena); random: random valid actions")
+    ev.add_argument("--policy", default="scripted",
+                    help="expert/scripted: the scripted experts (MiniWoB++ and arena); random: random valid actions; "
+                    "embedded: the bundled SmolLM2-135M-Instruct; or a model's Hugging Face id or local path")
+    ev.add_argument("--adapter", help="a saved LoRA adapter directory to load on the model")
+    ev.add_argument("--temperature", type=float, default=0.0, help="model sampling temperature (default 0: greedy)")
+    ev.add_argument("--max-new-tokens", type=int, default=256, help="longest model response in tokens (default 256)")
+    ev.add_argument("--no-think", action="store_true", help="ask the model for the answer only, without <think>")
     ev.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
     ev.add_argument("--concurrency", type=int, default=8, help="episodes running at once on one browser (default 8)")
     ev.add_argument("--max-turns", type=int, default=15, help="turn limit per episode (default 15)")

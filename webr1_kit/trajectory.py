@@ -126,3 +126,53 @@ class TrajectoryGroup:
     @property
     def rewards(self) -> list[float]:
         return [t.reward for t in self.valid]
+
+
+@dataclass
+class Packed:
+    """One training sequence: token ids, which of them the loss sees, and their rollout log-probs.
+
+    `turn` gives, for every token, the index of the turn whose response it belongs to
+    (-1 for context: system prompt, task, observations, placeholders), so the loss can
+    be normalised per turn as in the paper.
+    """
+
+    input_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    old_logprobs: list[float] = field(default_factory=list)
+    turn: list[int] = field(default_factory=list)
+
+    def add(self, ids: list[int], trained: bool, logprobs: list[float] | None = None, turn: int = -1) -> None:
+        self.input_ids.extend(ids)
+        self.loss_mask.extend([1 if trained else 0] * len(ids))
+        self.old_logprobs.extend(logprobs if logprobs is not None else [0.0] * len(ids))
+        self.turn.extend([turn if trained else -1] * len(ids))
+
+
+def pack(traj: Trajectory) -> list[Packed]:
+    """The training sequences of a model's trajectory, built from its recorded token ids.
+
+    Each turn is scored on exactly the prompt the model was fed and the tokens it
+    sampled (no text is re-tokenised). When a turn's prompt extends the previous
+    sequence (no compression), it is appended to it, so the whole trajectory is one
+    packed sequence as in the paper; when compression rewrote the history, the turn
+    starts a new sequence of its own, because one causal sequence cannot show the
+    same response two different pasts.
+    """
+    sequences: list[Packed] = []
+    current: Packed | None = None
+    for j, turn in enumerate(traj.turns):
+        if turn.prompt_ids is None or turn.completion_ids is None or turn.logprobs is None:
+            raise ValueError(
+                f"{traj.task_id}: turn {j} has no token record (a scripted policy's trajectory?); "
+                "only a model policy's trajectories can be packed for RL"
+            )
+        ctx = turn.prompt_ids
+        if current is not None and ctx[: len(current.input_ids)] == current.input_ids:
+            current.add(ctx[len(current.input_ids):], trained=False)
+        else:
+            current = Packed()
+            current.add(list(ctx), trained=False)
+            sequences.append(current)
+        current.add(list(turn.completion_ids), trained=True, logprobs=list(turn.logprobs), turn=j)
+    return sequences

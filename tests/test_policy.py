@@ -1,0 +1,253 @@
+"""Policy, prompts, the batching generator, packing and model rollouts.
+
+Mechanics run on a tiny random Llama (2 layers, hidden size 64) with the embedded
+model's real tokenizer and chat template; one slow test runs the real embedded model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+import torch
+
+from webr1_kit.config import LoRA, PolicyConfig, PromptConfig, SamplingConfig
+from webr1_kit.generation import Generator
+from webr1_kit.observation import Observation
+from webr1_kit.policy import LLMPolicy, PolicyLoadError, attach_lora, embedded_path, load_policy
+from webr1_kit.prompt import build_prompt, messages, placeholder
+from webr1_kit.rollout import rollout, run_episodes
+from webr1_kit.tasks import Task, load_tasks
+from webr1_kit.trajectory import Trajectory, Turn, pack
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(embedded_path())
+
+
+def tiny_model(tokenizer, seed: int = 0):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
+                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                      bos_token_id=tokenizer.bos_token_id, tie_word_embeddings=True)
+    return LlamaForCausalLM(cfg)
+
+
+@pytest.fixture
+def tiny(tokenizer):
+    return tiny_model(tokenizer)
+
+
+def obs(url: str, content: str, error: str | None = None) -> Observation:
+    return Observation(url=url, title="t", content=content, error=error)
+
+
+# ---------------------------------------------------------------- generator
+
+
+def test_batched_greedy_equals_unbatched_and_logprobs_match_a_forward_pass(tiny, tokenizer):
+    gen = Generator(tiny, tokenizer, SamplingConfig(temperature=0, max_new_tokens=10))
+    prompts = [tokenizer.encode("Hello there, how are you"), tokenizer.encode("x"),
+               tokenizer.encode("The quick brown fox jumps over the lazy dog and")]
+    batched = gen.generate_batch(prompts, [1, 2, 3])
+    for prompt, b, seed in zip(prompts, batched, [1, 2, 3]):
+        single = gen.generate_batch([prompt], [seed])[0]
+        assert b.ids == single.ids
+        ids = torch.tensor([prompt + b.ids])
+        with torch.no_grad():
+            lp = torch.log_softmax(tiny(ids).logits.float(), -1)[0]
+        ref = [lp[len(prompt) - 1 + i, t].item() for i, t in enumerate(b.ids)]
+        assert max(abs(x - y) for x, y in zip(ref, b.logprobs)) < 1e-4
+
+
+def test_a_sample_depends_on_its_seed_not_on_its_batch(tiny, tokenizer):
+    gen = Generator(tiny, tokenizer, SamplingConfig(temperature=1.0, max_new_tokens=8))
+    p = tokenizer.encode("Sample me")
+    alone = gen.generate_batch([p], [42])[0].ids
+    together = gen.generate_batch([tokenizer.encode("another prompt here"), p], [7, 42])[1].ids
+    assert alone == together
+    assert gen.generate_batch([p], [43])[0].ids != alone
+
+
+def test_generation_stops_at_the_end_of_the_answer(tokenizer):
+    class Scripted(torch.nn.Module):
+        """A 'model' that always writes the same tokens: <answer>exit()</answer> and more."""
+
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+            self.script = tokenizer.encode("<answer>exit()</answer> and then some more text")
+
+        def forward(self, input_ids, attention_mask, position_ids, use_cache=True, **kw):
+            from types import SimpleNamespace
+
+            step = attention_mask.shape[1] - self.prompt_len
+            logits = torch.full((input_ids.shape[0], input_ids.shape[1], len(tokenizer)), -1e9)
+            logits[:, -1, self.script[min(step, len(self.script) - 1)]] = 0
+            return SimpleNamespace(logits=logits, cache=None, past_key_values=None)
+
+    model = Scripted()
+    prompt = tokenizer.encode("go")
+    model.prompt_len = len(prompt)
+    out = Generator(model, tokenizer, SamplingConfig(temperature=0, max_new_tokens=30)).generate_batch([prompt], [0])[0]
+    assert out.finish == "stop" and out.text.endswith("</answer>") and "more" not in out.text
+
+
+async def test_concurrent_requests_are_batched(tiny, tokenizer):
+    gen = Generator(tiny, tokenizer, SamplingConfig(temperature=0, max_new_tokens=4, max_batch=8))
+    outs = await asyncio.gather(*(gen.generate(tokenizer.encode(f"prompt {i}"), seed=i) for i in range(8)))
+    assert len(outs) == 8 and all(o.ids for o in outs)
+    assert gen.stats["batches"] == 1 and gen.stats["requests"] == 8
+
+
+# ---------------------------------------------------------------- prompts
+
+
+def test_compression_keeps_responses_and_drops_old_observations(tokenizer):
+    history = [
+        Turn(observation=obs("http://a/1", "<p>FIRST PAGE BODY</p>").to_dict(), response="<answer>do(action=\"Click\", element=\"3\")</answer>"),
+        Turn(observation=obs("http://a/2", "<p>SECOND PAGE BODY</p>", error="element 9 is hidden").to_dict(), response="<think>hm</think><answer>go_backward()</answer>"),
+    ]
+    now = obs("http://a/3", "<p>CURRENT PAGE BODY</p>")
+    text = "\n".join(m["content"] for m in messages("Buy milk", history, now, PromptConfig(compress=True)))
+    assert "FIRST PAGE BODY" not in text and "SECOND PAGE BODY" not in text
+    assert placeholder(history[0].observation) in text and "element 9 is hidden" in text
+    assert "CURRENT PAGE BODY" in text and "go_backward()" in text and 'element=\\"3\\"' not in text
+    assert text.count("Task: Buy milk") == 1 and "Round 3" in text
+    full = "\n".join(m["content"] for m in messages("Buy milk", history, now, PromptConfig(compress=False)))
+    assert "FIRST PAGE BODY" in full and "SECOND PAGE BODY" in full
+    roles = [m["role"] for m in messages("Buy milk", history, now, PromptConfig())]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+
+
+def test_the_token_budget_cuts_the_observation_never_the_instruction(tokenizer):
+    big = obs("http://a/1", " ".join(f"<p>item {i}</p>" for i in range(3000)))
+    cfg = PromptConfig(max_prompt_tokens=1200)
+    prompt = build_prompt(tokenizer, "Find item 7 and report its name", [], big, cfg)
+    assert prompt.truncated and len(prompt.ids) <= 1200
+    text = tokenizer.decode(prompt.ids)
+    assert "Find item 7 and report its name" in text and "observation cut to fit" in text
+    assert 'do(action="Click", element="<id>")' in text  # the action documentation is intact
+    small = build_prompt(tokenizer, "x", [], obs("http://a", "<p>hi</p>"), cfg)
+    assert not small.truncated
+
+
+def test_thinking_format_can_be_switched_off(tokenizer):
+    on = messages("t", [], obs("u", "c"), PromptConfig(think=True))[0]["content"]
+    off = messages("t", [], obs("u", "c"), PromptConfig(think=False))[0]["content"]
+    assert "<think>" in on and "<think>" not in off and "<answer>" in off
+
+
+# ---------------------------------------------------------------- packing
+
+
+def _model_turn(prompt, completion):
+    return Turn(observation={}, response="r", prompt_ids=prompt, completion_ids=completion,
+                logprobs=[-0.5] * len(completion))
+
+
+def test_packing_masks_exactly_the_response_tokens():
+    # compressed history: turn 2's prompt does not extend turn 1's sequence
+    traj = Trajectory("t", "i", 0, turns=[_model_turn([1, 2, 3], [10, 11]), _model_turn([1, 2, 7, 8], [12])])
+    seqs = pack(traj)
+    assert [s.input_ids for s in seqs] == [[1, 2, 3, 10, 11], [1, 2, 7, 8, 12]]
+    assert [s.loss_mask for s in seqs] == [[0, 0, 0, 1, 1], [0, 0, 0, 0, 1]]
+    assert seqs[1].turn == [-1, -1, -1, -1, 1] and seqs[0].old_logprobs[3:] == [-0.5, -0.5]
+    # append-only history: one packed sequence, environment tokens masked
+    traj = Trajectory("t", "i", 0, turns=[_model_turn([1, 2], [10, 11]), _model_turn([1, 2, 10, 11, 5, 6], [12])])
+    (seq,) = pack(traj)
+    assert seq.input_ids == [1, 2, 10, 11, 5, 6, 12] and seq.loss_mask == [0, 0, 1, 1, 0, 0, 1]
+    with pytest.raises(ValueError, match="no token record"):
+        pack(Trajectory("t", "i", 0, turns=[Turn(observation={}, response="x")]))
+
+
+# ---------------------------------------------------------------- loading
+
+
+def test_embedded_model_is_cached_as_safetensors():
+    path = embedded_path()
+    assert (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
+
+
+def test_missing_models_and_offline_hub_ids_say_what_to_do(tmp_path, monkeypatch):
+    with pytest.raises(PolicyLoadError, match="does not exist"):
+        load_policy(str(tmp_path / "nowhere" / "model"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PolicyLoadError, match="no config.json"):
+        load_policy(str(tmp_path / "empty"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(PolicyLoadError, match="local path"):
+        load_policy("someone/no-such-model-webr1")
+
+
+def test_lora_targets_every_linear_layer_and_adapters_round_trip(tiny, tokenizer, tmp_path):
+    model = attach_lora(tiny, LoRA(r=4, alpha=8))
+    lora_modules = {n.split(".lora_A")[0].rsplit(".", 1)[-1] for n, _ in model.named_parameters() if "lora_A" in n}
+    assert lora_modules == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    assert all(not p.requires_grad for n, p in model.named_parameters() if "lora_" not in n)
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(lora=LoRA(r=4, alpha=8)))
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.add_(0.01)
+    policy.save_adapter(tmp_path / "adapter")
+    other = LLMPolicy(attach_lora(tiny_model(tokenizer), LoRA(r=4, alpha=8)), tokenizer)
+    other.load_adapter(tmp_path / "adapter")
+    a = dict(model.named_parameters())
+    for n, p in other.model.named_parameters():
+        if "lora_" in n:
+            assert torch.equal(p, a[n]), n
+    x = torch.tensor([[1, 2, 3]])
+    with policy.reference() as ref, torch.no_grad():  # the adapter switched off = the base model
+        base_out = ref(x).logits
+    with torch.no_grad():
+        assert not torch.allclose(model(x).logits, base_out)
+
+
+# ---------------------------------------------------------------- rollouts with a model
+
+
+async def test_model_rollouts_record_tokens_and_exclude_infra_failures(tiny, tokenizer, browser):
+    policy = LLMPolicy(tiny, tokenizer, sampling=SamplingConfig(temperature=1.0, max_new_tokens=12),
+                       prompt=PromptConfig(max_prompt_tokens=2048))
+    dead = Task(task_id="dead", intent="x", start_url="http://127.0.0.1:9/",
+                eval={"eval_types": ["url_match"], "reference_url": "http://127.0.0.1:9/"})
+    tasks = load_tasks("miniwob", names=["click-button"]) + [dead]
+    groups = await rollout(policy, tasks, group_size=3, max_turns=2, concurrency=6, browser=browser, seed=1)
+    assert [g.task_id for g in groups] == ["miniwob/click-button", "dead"]
+    assert len(groups[0].valid) == 3 and groups[1].valid == []  # the failures are kept apart, not scored 0
+    members = groups[0].trajectories
+    assert len({t.seed for t in members}) == 1  # a group faces one problem...
+    assert len({t.meta["sample_seed"] for t in members}) == 3  # ...with different sampling
+    for t in members:
+        for turn in t.turns:
+            assert turn.prompt_ids and turn.completion_ids and len(turn.logprobs) == len(turn.completion_ids)
+            assert tokenizer.decode(turn.completion_ids, skip_special_tokens=True) == turn.response
+        assert pack(t)
+
+
+async def test_sixteen_concurrent_model_episodes_complete(tiny, tokenizer, browser):
+    policy = LLMPolicy(tiny, tokenizer, sampling=SamplingConfig(temperature=1.0, max_new_tokens=8))
+    tasks = load_tasks("miniwob", names=["click-button", "focus-text"])
+    result = await run_episodes(policy, tasks, episodes=8, concurrency=16, max_turns=2, browser=browser)
+    assert result.metrics["episodes"] == 16 and result.metrics["infra_failures"] == 0
+    assert policy.generator.stats["requests"] == sum(len(t.turns) for t in result.trajectories)
+    assert policy.generator.stats["batches"] < policy.generator.stats["requests"]  # requests were batched
+
+
+@pytest.mark.slow
+async def test_the_embedded_model_plays_an_arena_episode(browser):
+    policy = load_policy("embedded", lora=None, sampling=SamplingConfig(temperature=0, max_new_tokens=96))
+    task = load_tasks("arena", split="test")[0]
+    result = await run_episodes(policy, [task], max_turns=2, browser=browser)
+    traj = result.trajectories[0]
+    assert traj.status != "infra_failure" and traj.turns
+    assert all(t.completion_ids and t.response for t in traj.turns)
+    assert result.metrics["success_rate"] is not None
