@@ -20,6 +20,11 @@ def _now() -> str:
     return stamp(NOW)
 
 
+def _text(errors: FormErrors, name: str, label: str, max_len: int, required: bool = True) -> str:
+    """A validated text field of the posted form, with browsers' CRLF line ends made LF."""
+    return errors.text(request.form, name, label, max_len, required).replace("\r\n", "\n")
+
+
 # The vote queries of posts and of comments (fixed texts; only values are parameters).
 VOTE_SQL = {
     kind: {
@@ -66,7 +71,7 @@ def register(app: Flask) -> None:
             return post_page(name, pid)
         p = get_post(name, pid)
         errors = FormErrors()
-        text = errors.text(request.form, "comment", "Comment", 10000)
+        text = _text(errors, "comment", "Comment", 10000)
         if current_user() is None:
             errors["comment"] = LOGIN_NEEDED
         if errors:
@@ -85,7 +90,7 @@ def register(app: Flask) -> None:
                          " WHERE p.id = ?", (comment["post_id"],)).fetchone()
         errors = FormErrors()
         if request.method == "POST":
-            text = errors.text(request.form, "reply", "Reply", 10000)
+            text = _text(errors, "reply", "Reply", 10000)
             if current_user() is None:
                 errors["reply"] = LOGIN_NEEDED
             if not errors:
@@ -142,8 +147,8 @@ def register(app: Flask) -> None:
         if request.method == "POST":
             form = request.form
             forum = errors.choice(form, "forum", "Forum", names)
-            title = errors.text(form, "title", "Title", 300)
-            body = errors.text(form, "body", "Body", 10000, required=False)
+            title = _text(errors, "title", "Title", 300)
+            body = _text(errors, "body", "Body", 10000, required=False)
             if current_user() is None:
                 errors["title"] = LOGIN_NEEDED
             if not errors:
@@ -167,8 +172,8 @@ def register(app: Flask) -> None:
         form: Any = {"title": p["title"], "body": p["body"]}
         if request.method == "POST":
             form = request.form
-            title = errors.text(form, "title", "Title", 300)
-            body = errors.text(form, "body", "Body", 10000, required=False)
+            title = _text(errors, "title", "Title", 300)
+            body = _text(errors, "body", "Body", 10000, required=False)
             if not errors:
                 g.db.execute("UPDATE posts SET title = ?, body = ?, edited = ? WHERE id = ?", (title, body, _now(), pid))
                 flash("Your post was updated.")
@@ -193,7 +198,7 @@ def register(app: Flask) -> None:
         form: Any = {"biography": user["biography"]}
         if request.method == "POST":
             form = request.form
-            bio = errors.text(form, "biography", "Biography", 300, required=False)
+            bio = _text(errors, "biography", "Biography", 300, required=False)
             if not errors:
                 g.db.execute("UPDATE users SET biography = ? WHERE id = ?", (bio, user["id"]))
                 flash("Your profile was saved.")

@@ -41,6 +41,8 @@ CREATE INDEX posts_forum ON posts(forum_id);
 CREATE INDEX posts_user ON posts(user_id);
 CREATE INDEX comments_post ON comments(post_id);
 CREATE INDEX comments_user ON comments(user_id);
+CREATE INDEX post_votes_post ON post_votes(post_id);
+CREATE INDEX comment_votes_comment ON comment_votes(comment_id);
 """
 
 ME = 1
@@ -140,16 +142,23 @@ def build(conn: sqlite3.Connection, seed: int = 0) -> None:
                 tops.append((cur.lastrowid, at))
 
     # Votes: a post's voters lean up or down by its "quality"; nobody votes on their own post.
+    # Scores are summed here (summing in SQL per row would scan the vote tables each time).
+    votes, scores = [], {}
     for pid in authors:
         quality = rng.uniform(0.35, 0.97)
         voters = rng.sample([u for u in range(1, n_users + 1) if u != authors[pid]], rng.randint(0, 30))
         for uid in voters:
-            conn.execute("INSERT INTO post_votes VALUES (?, ?, ?)", (uid, pid, 1 if rng.random() < quality else -1))
+            votes.append((uid, pid, 1 if rng.random() < quality else -1))
+            scores[pid] = scores.get(pid, 0) + votes[-1][2]
+    conn.executemany("INSERT INTO post_votes VALUES (?, ?, ?)", votes)
+    conn.executemany("UPDATE posts SET score = ? WHERE id = ?", [(v, k) for k, v in scores.items()])
+    votes, scores = [], {}
     for cid, author in conn.execute("SELECT id, user_id FROM comments").fetchall():
         voters = rng.sample([u for u in range(1, n_users + 1) if u != author], rng.randint(0, 8))
         for uid in voters:
-            conn.execute("INSERT INTO comment_votes VALUES (?, ?, ?)", (uid, cid, 1 if rng.random() < 0.8 else -1))
-    conn.execute("UPDATE posts SET score = (SELECT COALESCE(SUM(value), 0) FROM post_votes v WHERE v.post_id = posts.id)")
-    conn.execute("UPDATE comments SET score = (SELECT COALESCE(SUM(value), 0) FROM comment_votes v WHERE v.comment_id = comments.id)")
+            votes.append((uid, cid, 1 if rng.random() < 0.8 else -1))
+            scores[cid] = scores.get(cid, 0) + votes[-1][2]
+    conn.executemany("INSERT INTO comment_votes VALUES (?, ?, ?)", votes)
+    conn.executemany("UPDATE comments SET score = ? WHERE id = ?", [(v, k) for k, v in scores.items()])
 
     conn.execute("INSERT INTO sessions VALUES ('forum', ?)", (ME,))
