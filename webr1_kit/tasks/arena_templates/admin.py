@@ -200,7 +200,7 @@ def _orders_grid_expert(p, obs, history):
 
 ORDERS_GRID = Template(
     id="admin.orders_grid", sites=("admin",), kind="nav",
-    intent="Show me all {label} orders, sorted by {order}.", start="__SHOPPING_ADMIN__/", min_steps=4,
+    intent="Show me all {label} orders, sorted by {order}.", start="__SHOPPING_ADMIN__/", min_steps=5,
     instances=_orders_grid_instances, expert=_orders_grid_expert, held_out=True,
 )
 
@@ -241,7 +241,7 @@ def _price_expert(p, obs, history):
 
 CHANGE_PRICE = Template(
     id="admin.change_price", sites=("admin",), kind="content",
-    intent="Change the price of the {name} to ${price}.", start="__SHOPPING_ADMIN__/", min_steps=5,
+    intent="Change the price of the {name} to ${price}.", start="__SHOPPING_ADMIN__/", min_steps=6,
     instances=_price_instances, expert=_price_expert,
 )
 
@@ -262,7 +262,7 @@ def _disable_expert(p, obs, history):
 
 DISABLE_PRODUCT = Template(
     id="admin.disable_product", sites=("admin",), kind="content",
-    intent="Disable the product {name} so that it is no longer sold.", start="__SHOPPING_ADMIN__/", min_steps=5,
+    intent="Disable the product {name} so that it is no longer sold.", start="__SHOPPING_ADMIN__/", min_steps=6,
     instances=_disable_instances, expert=_disable_expert, held_out=True,
 )
 
@@ -298,7 +298,7 @@ def _approve_expert(p, obs, history):
 
 APPROVE_REVIEW = Template(
     id="admin.approve_review", sites=("admin",), kind="content",
-    intent='Approve the pending review titled "{title}" by {nickname}.', start="__SHOPPING_ADMIN__/", min_steps=7,
+    intent='Approve the pending review titled "{title}" by {nickname}.', start="__SHOPPING_ADMIN__/", min_steps=8,
     instances=_approve_instances, expert=_approve_expert,
 )
 
@@ -326,7 +326,7 @@ def _cancel_expert(p, obs, history):
 
 CANCEL_ORDER = Template(
     id="admin.cancel_order", sites=("admin",), kind="content",
-    intent="Cancel order #{number}.", start="__SHOPPING_ADMIN__/", min_steps=5,
+    intent="Cancel order #{number}.", start="__SHOPPING_ADMIN__/", min_steps=6,
     instances=_cancel_instances, expert=_cancel_expert,
 )
 
