@@ -234,7 +234,7 @@ def _assignee_expert(p, obs, history):
 
 ISSUE_ASSIGNEE = Template(
     id="code.issue_assignee", sites=("code",), kind="info",
-    intent="Who is assigned to the issue '{title}' in the {project} project?", start=START, min_steps=6,
+    intent="Who is assigned to the issue '{title}' in the {project} project?", start=START, min_steps=5,
     instances=_assignee_instances, expert=_assignee_expert,
 )
 
@@ -441,7 +441,7 @@ def _close_expert(p, obs, history):
 
 CLOSE_ISSUE = Template(
     id="code.close_issue", sites=("code",), kind="content",
-    intent="Close the issue '{title}' in the {project} project.", start=START, min_steps=7,
+    intent="Close the issue '{title}' in the {project} project.", start=START, min_steps=6,
     instances=_close_instances, expert=_close_expert,
 )
 
