@@ -105,7 +105,7 @@ async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
                  "/category/camping?sort=price_asc&page=2": "Camping", "/search?q=tent": "Search results for",
                  "/product/1": "Customer reviews", "/cart": "Shopping Cart", "/checkout": "Checkout",
                  "/account": "My Account", "/account/edit": "Edit Account Information", "/account/orders": "My Orders",
-                 "/account/orders/1": "Order #"}
+                 "/account/orders/1": "Order #", "/account/wishlist": "My Wish List"}
         for path, heading in pages.items():
             response = await page.goto(_url(path))
             assert response.status == 200, path
@@ -134,6 +134,25 @@ async def test_checkout_places_the_order_empties_the_cart_and_takes_stock(browse
         assert "1 Test Way" in await page.inner_text("#shipping-address")
         await page.goto(_url("/account/orders"))  # the newest order comes first in the history
         assert await page.inner_text("#my-orders tr:nth-child(2) td:first-child") == number
+
+
+async def test_wish_list_saves_moves_and_removes_products(browser):
+    async with _episode(browser) as env:
+        page, db = env.page, _db(env)
+        saved = db.execute("SELECT COUNT(*) FROM wishlist_items WHERE customer_id = 1").fetchone()[0]
+        pid, name = db.execute("SELECT id, name FROM products WHERE stock > 5 AND id NOT IN"
+                               " (SELECT product_id FROM wishlist_items WHERE customer_id = 1) LIMIT 1").fetchone()
+        await page.goto(_url(f"/product/{pid}"))
+        await page.click("button:has-text('Add to Wish List')")
+        assert page.url.endswith("/account/wishlist")
+        assert await page.locator("#wishlist tr[data-product]").count() == saved + 1
+        await page.click(f"#wishlist tr[data-product='{pid}'] button:has-text('Add to Cart')")
+        assert db.execute("SELECT qty FROM cart_items WHERE customer_id = 1 AND product_id = ?", (pid,)).fetchone()[0] == 1
+        await page.goto(_url("/account/wishlist"))
+        await page.click(f"#wishlist tr[data-product='{pid}'] button:has-text('Remove')")
+        assert "removed from your Wish List" in await page.inner_text(".flash")
+        assert name not in await page.inner_text("main")
+        assert (await page.request.post(_url("/wishlist/add/999999"))).status == 404
 
 
 async def test_forms_reject_bad_input_with_messages(browser):

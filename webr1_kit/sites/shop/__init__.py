@@ -2,7 +2,8 @@
 
 Pages: home with categories and top-rated products, category listings with sorting and
 pagination, search, product pages with reviews and a review form, and the cart (here);
-checkout, order confirmation and "My Account" with the order history (account.py).
+checkout, order confirmation, "My Account" with the order history, and the wish list
+(account.py).
 Everything reads and writes the episode's "store" database through `g.db`.
 """
 
@@ -14,7 +15,7 @@ from flask import Flask, abort, flash, g, redirect, render_template, request, ur
 
 from .. import SiteSpec
 from ..web import FormErrors, paginate, sort_clause
-from .account import current_customer, register_account
+from .account import current_customer, register_account, register_wishlist
 from .data import TODAY, money, nice_date, status_label
 
 SORTS = {
@@ -38,6 +39,7 @@ def register(app: Flask) -> None:
     app.jinja_env.filters["nice_date"] = nice_date
     app.jinja_env.filters["status_label"] = status_label
     register_account(app)
+    register_wishlist(app)
 
     @app.context_processor
     def _shop_globals() -> dict[str, Any]:

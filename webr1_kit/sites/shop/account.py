@@ -162,6 +162,43 @@ def register_account(app: Flask) -> None:
         return render_template("order.html", order=order, items=items, subtotal=subtotal)
 
 
+def register_wishlist(app: Flask) -> None:
+    """Add the wish list: save products from their page, see them under My Account, move or remove them."""
+
+    @app.route("/wishlist/add/<int:pid>", methods=["POST"])
+    def wishlist_add(pid: int) -> Any:
+        customer = current_customer()
+        if customer is None:
+            return _login_required()
+        product = g.db.execute("SELECT * FROM products WHERE id = ? AND enabled = 1", (pid,)).fetchone()
+        if product is None:
+            abort(404)
+        g.db.execute("INSERT INTO wishlist_items (customer_id, product_id, added) VALUES (?, ?, ?)"
+                     " ON CONFLICT (customer_id, product_id) DO NOTHING", (customer["id"], pid, TODAY.isoformat()))
+        flash(f"{product['name']} has been added to your Wish List.")
+        return redirect(url_for("wishlist"))
+
+    @app.route("/account/wishlist", methods=["GET", "POST"])
+    def wishlist() -> Any:
+        customer = current_customer()
+        if customer is None:
+            return _login_required()
+        if request.method == "POST":  # remove one product
+            errors = FormErrors()
+            pid = errors.integer(request.form, "product_id", "Product", 1, 10**9)
+            if pid is not None and g.db.execute("DELETE FROM wishlist_items WHERE customer_id = ? AND product_id = ?",
+                                                (customer["id"], pid)).rowcount:
+                flash("The product was removed from your Wish List.")
+            else:
+                flash("That product is not in your Wish List.")
+            return redirect(url_for("wishlist"))
+        items = g.db.execute(
+            "SELECT w.added, p.* FROM wishlist_items w JOIN products p ON p.id = w.product_id"
+            " WHERE w.customer_id = ? AND p.enabled = 1 ORDER BY w.added DESC, w.id DESC", (customer["id"],)
+        ).fetchall()
+        return render_template("wishlist.html", items=items)
+
+
 def _place_order(customer_id: int, name: str, address: dict[str, str], payment: str, items: list[Any]) -> int:
     """Turn the cart into a pending order, take the items out of stock, empty the cart."""
     subtotal = sum(i["qty"] * i["price_cents"] for i in items)

@@ -42,6 +42,9 @@ CREATE TABLE order_history (id INTEGER PRIMARY KEY, order_id INTEGER NOT NULL RE
 CREATE TABLE cart_items (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(id),
                          product_id INTEGER NOT NULL REFERENCES products(id), qty INTEGER NOT NULL,
                          UNIQUE (customer_id, product_id));
+CREATE TABLE wishlist_items (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(id),
+                             product_id INTEGER NOT NULL REFERENCES products(id), added TEXT NOT NULL,
+                             UNIQUE (customer_id, product_id));
 CREATE TABLE admin_users (id INTEGER PRIMARY KEY, username TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
 -- Who is logged in on each site of this episode (site -> user id); a missing row means logged out.
 CREATE TABLE sessions (site TEXT PRIMARY KEY, user_id INTEGER NOT NULL);
@@ -90,6 +93,7 @@ def build(conn: sqlite3.Connection, seed: int = 0) -> None:
     _customers(conn, rng, day)
     _reviews(conn, rng, nouns)
     _orders(conn, rng, n_products)
+    _wishlists(conn, rng, n_products)
     conn.executemany("INSERT INTO admin_users VALUES (?, ?, ?)", [(1, "admin", "Store Admin"), (2, "jsmith", "Jordan Smith")])
     # The shop's user is customer 1; the admin's user is admin 1 (both logged in at the start).
     conn.executemany("INSERT INTO sessions VALUES (?, ?)", [("shop", 1), ("admin", 1)])
@@ -200,6 +204,15 @@ def _orders(conn: sqlite3.Connection, rng: random.Random, n_products: int) -> No
             if status != "pending":
                 conn.execute("INSERT INTO order_history (order_id, status, comment, created) VALUES (?, ?, '', ?)",
                              (oid, status, created))
+
+
+def _wishlists(conn: sqlite3.Connection, rng: random.Random, n_products: int) -> None:
+    """A few saved products for some customers (the shop's customer always has some)."""
+    for cust in range(1, N_CUSTOMERS + 1):
+        n = 3 if cust == 1 else rng.choice([0, 0, 0, 1, 2, 4])
+        for product in rng.sample(range(1, n_products + 1), n):
+            conn.execute("INSERT INTO wishlist_items (customer_id, product_id, added) VALUES (?, ?, ?)",
+                         (cust, product, (TODAY - timedelta(days=rng.randint(1, 90))).isoformat()))
 
 
 def money(cents: int) -> str:
