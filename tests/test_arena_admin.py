@@ -14,7 +14,6 @@ import pytest
 from webr1_kit.browser import BrowserEnv
 from webr1_kit.rollout import run_episodes
 from webr1_kit.sites import get_arena
-from webr1_kit.sites.shop import data
 from webr1_kit.tasks import get_suite
 from webr1_kit.tasks.arena import ArenaExpert, tasks as arena_tasks
 from webr1_kit.tasks.arena_templates import admin as admin_templates
