@@ -202,6 +202,106 @@ def _sites_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _section(cfg: dict[str, Any], name: str, cls: type) -> Any:
+    from .config import from_dict
+
+    return from_dict(cls, cfg.get(name) or {}, where=name)
+
+
+CONFIG_SECTIONS = ("policy", "prompt", "sampling", "env", "sft", "grpo", "tasks", "eval_tasks", "init_adapter", "seed")
+
+
+def _load_run_config(path: str | None) -> dict[str, Any]:
+    cfg = _read_config(path) if path else {}
+    unknown = sorted(set(cfg) - set(CONFIG_SECTIONS))
+    if unknown:
+        from .config import ConfigError
+
+        raise ConfigError(f"{path}: unknown section(s) {', '.join(unknown)}; sections: {', '.join(CONFIG_SECTIONS)}")
+    return cfg
+
+
+def _policy_from(cfg: dict[str, Any], adapter: str | None = None) -> Any:
+    """The policy a run config describes (model, LoRA/QLoRA, prompt and sampling sections)."""
+    from dataclasses import asdict
+
+    from .config import PolicyConfig, PromptConfig, SamplingConfig
+    from .policy import load_policy
+
+    pc = _section(cfg, "policy", PolicyConfig)
+    options = {k: v for k, v in asdict(pc).items() if k not in ("model", "lora", "quantization")}
+    return load_policy(pc.model, lora=pc.lora, quantization=pc.quantization, adapter=adapter,
+                       prompt=_section(cfg, "prompt", PromptConfig), sampling=_section(cfg, "sampling", SamplingConfig),
+                       seed=int(cfg.get("seed", 0)), **options)
+
+
+def _task_selection(spec: Any, default_split: str, seed: int, where: str) -> list:
+    """Tasks from a config section {suite, split, names, limit}."""
+    import random
+
+    from .tasks import load_tasks
+
+    spec = dict(spec or {})
+    unknown = set(spec) - {"suite", "split", "names", "limit"}
+    if unknown:
+        from .config import ConfigError
+
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: suite, split, names, limit")
+    suite = spec.get("suite", "arena")
+    tasks = load_tasks(suite, names=spec.get("names"), split=spec.get("split", default_split if suite == "arena" else None))
+    limit = spec.get("limit")
+    if limit is not None and limit < len(tasks):
+        tasks = random.Random(f"{seed}/{where}").sample(tasks, limit)
+    return tasks
+
+
+def _sft(args: argparse.Namespace) -> int:
+    """Behaviour cloning on demonstrations (webr1 experts record writes them)."""
+    from .config import SFTConfig
+    from .sft import train_sft
+    from .trajectory import read_jsonl
+
+    cfg = _load_run_config(args.config)
+    if not Path(args.demos).is_file():
+        raise ValueError(f"demonstrations file {args.demos} does not exist (webr1 experts record --out FILE makes one)")
+    demos = [t for t in read_jsonl(args.demos) if t.success]
+    if not demos:
+        raise ValueError(f"{args.demos} holds no successful trajectories to learn from")
+    policy = _policy_from(cfg, cfg.get("init_adapter"))
+    sft_cfg = _section(cfg, "sft", SFTConfig)
+    print(f"behaviour cloning on {len(demos)} demonstrations ({sum(len(t.turns) for t in demos)} turns)",
+          file=sys.stderr)
+    row = train_sft(policy, demos, sft_cfg, out=args.out, progress=not args.quiet)
+    policy.save_adapter(Path(args.out) / "adapter")
+    print(json.dumps({"out": args.out, "adapter": str(Path(args.out) / "adapter"), **row}))
+    return 0
+
+
+def _rl(args: argparse.Namespace) -> int:
+    """M-GRPO training from a run config."""
+    from .aio import run
+    from .config import EnvConfig, GRPOConfig
+    from .grpo import train_grpo
+    from .training import RunDir
+
+    cfg = _load_run_config(args.config)
+    out = Path(args.out)
+    if not args.resume and out.exists() and RunDir(out).latest_checkpoint() is not None:
+        raise ValueError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
+    grpo_cfg = _section(cfg, "grpo", GRPOConfig)
+    train = _task_selection(cfg.get("tasks"), "train", grpo_cfg.seed, "tasks")
+    held_out = _task_selection(cfg.get("eval_tasks"), "test", grpo_cfg.seed, "eval_tasks") if "eval_tasks" in cfg else []
+    policy = _policy_from(cfg, cfg.get("init_adapter"))
+    result = run(train_grpo(policy, train, grpo_cfg, eval_tasks=held_out, out=out,
+                            env_config=_section(cfg, "env", EnvConfig), resume=args.resume, progress=not args.quiet))
+    policy.save_adapter(out / "adapter")
+    last = [m for m in result.metrics if m.get("phase") == "train"][-1:] or [{}]
+    evals = [m for m in result.metrics if m.get("phase") == "eval"]
+    print(json.dumps({"out": str(out), "steps": last[0].get("step"), "train_success": last[0].get("success_rate"),
+                      "eval_success": [(m["step"], m["success_rate"]) for m in evals]}))
+    return 0
+
+
 def _experts_record(args: argparse.Namespace) -> int:
     """Run the scripted expert on the arena split and write its successful episodes as BC data."""
     from .aio import run
@@ -342,6 +442,27 @@ def build_parser() -> argparse.ArgumentParser:
     xr.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     xr.add_argument("--quiet", action="store_true", help="no progress bar")
     xr.set_defaults(func=_experts_record)
+
+    sf = sub.add_parser("sft", help="behaviour cloning (the SFT warm-up) on demonstrations",
+                        description="Train the policy's LoRA adapter on expert demonstrations (trajectory JSONL, e.g. "
+                        "from `webr1 experts record`). Config sections: policy, prompt, sft, init_adapter. Writes "
+                        "OUT/metrics.jsonl, OUT/checkpoints/ (resumed automatically) and OUT/adapter.")
+    sf.add_argument("--demos", required=True, help="demonstrations, trajectory JSONL")
+    sf.add_argument("--out", required=True, help="run directory")
+    sf.add_argument("--config", help="JSON/YAML run config")
+    sf.add_argument("--quiet", action="store_true", help="no progress bar")
+    sf.set_defaults(func=_sft)
+
+    rl = sub.add_parser("rl", help="M-GRPO reinforcement learning on live episodes",
+                        description="Alternate grouped rollouts and M-GRPO updates. Config sections: policy, prompt, "
+                        "sampling, env, grpo, tasks {suite, split, names, limit}, eval_tasks {...}, init_adapter "
+                        "(e.g. the SFT run's OUT/adapter), seed. Writes OUT/config.json, metrics.jsonl, "
+                        "trajectories/, checkpoints/ and adapter/.")
+    rl.add_argument("--config", help="JSON/YAML run config (defaults: the embedded model on the arena)")
+    rl.add_argument("--out", required=True, help="run directory")
+    rl.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    rl.add_argument("--quiet", action="store_true", help="no progress bar")
+    rl.set_defaults(func=_rl)
 
     ib = sub.add_parser("install-browser", help="find or install a Chromium the kit can drive",
                         description="Use an existing browser if there is one; otherwise try Playwright's own "

@@ -236,3 +236,109 @@ class SamplingConfig:
 
     batch_token_budget: int = 32768
     """Most (batch size x padded prompt length) tokens in one batch."""
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """Behaviour cloning on expert trajectories."""
+
+    epochs: int = 1
+    """Passes over the demonstrations."""
+
+    lr: float = 2e-4
+    """Peak learning rate (LoRA adapters take a larger rate than full fine-tuning)."""
+
+    batch_size: int = 16
+    """Turns (prompt + response examples) per optimizer step."""
+
+    micro_batch_tokens: int = 4096
+    """Most (sequences x longest) tokens per forward pass; gradients accumulate across them."""
+
+    warmup_steps: int = 5
+    """Linear warm-up, in optimizer steps, before the cosine decay."""
+
+    max_grad_norm: float = 1.0
+    """Gradient clipping."""
+
+    train_think: bool = True
+    """Train the <think> tokens too; False trains only the <answer> part."""
+
+    save_every: int = 50
+    """Checkpoint every this many optimizer steps (and at the end)."""
+
+    max_steps: int | None = None
+    """Stop after this many optimizer steps (None: all epochs)."""
+
+    seed: int = 0
+    """Fixes the example order."""
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Multi-turn GRPO (M-GRPO). Paper values noted; CPU-friendly defaults otherwise."""
+
+    steps: int = 20
+    """Optimizer steps (each = one round of rollouts, then its update)."""
+
+    tasks_per_step: int = 4
+    """Tasks rolled out per step (the paper: 16)."""
+
+    group_size: int = 4
+    """Trajectories per task, G (the paper: 4)."""
+
+    max_turns: int = 15
+    """Turn limit of a training episode (the paper: 15)."""
+
+    eval_max_turns: int = 30
+    """Turn limit at evaluation (the paper: 30)."""
+
+    lr: float = 5e-5
+    """Learning rate. The paper's 1e-6 is for full fine-tuning; LoRA needs more."""
+
+    warmup_steps: int = 0
+    """Linear warm-up steps; then constant, as in the paper."""
+
+    betas: tuple[float, ...] = (0.9, 0.99)
+    """Adam betas (the paper's)."""
+
+    max_grad_norm: float = 1.0
+    """Gradient clipping (the paper: 0.01 for full fine-tuning)."""
+
+    beta: float = 0.001
+    """KL coefficient, k3 estimator, to the base model with the adapter off (the paper's)."""
+
+    clip_eps: float = 0.2
+    """PPO clip range of the importance ratio (the paper's)."""
+
+    updates_per_batch: int = 1
+    """Optimizer passes over each batch of rollouts; 1 (the paper) keeps the ratio at 1."""
+
+    loss_norm: Literal["turn", "token"] = "turn"
+    """"turn": the paper's formula (per turn, then trajectory, then group); "token": mean over all tokens."""
+
+    train_think: bool = True
+    """Train the <think> tokens too; False masks them (the release's chat path)."""
+
+    micro_batch_tokens: int = 4096
+    """Most (sequences x longest) tokens per forward pass; gradients accumulate across them."""
+
+    dynamic_sampling: bool = False
+    """Replace equal-reward groups (zero advantage) by fresh tasks, up to two extra rounds."""
+
+    max_invalid: int | None = 5
+    """End an episode after this many invalid actions."""
+
+    concurrency: int = 8
+    """Episodes in flight at once."""
+
+    eval_every: int = 10
+    """Evaluate on the held-out tasks every this many steps (0: never)."""
+
+    eval_tasks: int | None = 30
+    """How many held-out tasks an evaluation samples (None: all)."""
+
+    save_every: int = 5
+    """Checkpoint every this many steps."""
+
+    seed: int = 0
+    """Fixes task sampling, page seeds and model sampling."""

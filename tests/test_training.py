@@ -1,0 +1,250 @@
+"""Behaviour cloning and M-GRPO on a tiny random Llama with the embedded tokenizer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig
+from webr1_kit.grpo import build_batch, group_advantages, grpo_loss, update
+from webr1_kit.observation import Observation
+from webr1_kit.policy import LLMPolicy, attach_lora, embedded_path
+from webr1_kit.sft import examples, train_sft
+from webr1_kit.training import make_optimizer, think_mask, token_logprobs
+from webr1_kit.trajectory import Packed, Trajectory, TrajectoryGroup, Turn
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(embedded_path())
+
+
+def make_policy(tokenizer, seed=0, r=4):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
+                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                      bos_token_id=tokenizer.bos_token_id, tie_word_embeddings=True)
+    model = attach_lora(LlamaForCausalLM(cfg), LoRA(r=r, alpha=2 * r, dropout=0.0))
+    return LLMPolicy(model, tokenizer, PolicyConfig(lora=LoRA(r=r, alpha=2 * r, dropout=0.0)),
+                     prompt=PromptConfig(max_prompt_tokens=2048), sampling=SamplingConfig(max_new_tokens=8))
+
+
+def demo(k: int) -> Trajectory:
+    obs = Observation(url=f"http://shop/{k}", title="t", content=f'<button id="{k}" data-text="Buy">').to_dict()
+    return Trajectory(task_id=f"t{k}", intent=f"Buy item {k}", seed=0, reward=1.0, status="done", turns=[
+        Turn(observation=obs, response=f'<think>Click buy.</think><answer>do(action="Click", element="{k}")</answer>'),
+        Turn(observation=obs, response='<think>Done.</think><answer>exit(message="done")</answer>'),
+    ])
+
+
+def rl_traj(prompt, completion, reward, logprobs=None):
+    turn = Turn(observation={}, response="r", prompt_ids=prompt, completion_ids=completion,
+                logprobs=logprobs if logprobs is not None else [-1.0] * len(completion))
+    return Trajectory("t", "i", 0, turns=[turn], reward=reward, status="done")
+
+
+def perturb_lora_b(model, scale=0.02):
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, scale)
+
+
+# ---------------------------------------------------------------- advantages and batches
+
+
+def test_equal_rewards_give_zero_advantages_and_are_counted():
+    assert group_advantages([1, 1, 1, 1]) == [0, 0, 0, 0]
+    assert group_advantages([0, 0]) == [0, 0]
+    adv = group_advantages([1, 0, 0, 0])
+    assert adv[0] > 0 > adv[1] and abs(sum(adv)) < 1e-9
+    groups = [TrajectoryGroup("a", [rl_traj([1, 2], [3], 1.0), rl_traj([1, 2], [4], 1.0)]),
+              TrajectoryGroup("b", [rl_traj([1, 2], [3], 1.0), rl_traj([1, 2], [4], 0.0)])]
+    batch = build_batch(groups, None, GRPOConfig())
+    assert batch.groups == 2 and batch.equal_groups == 1 and len(batch.seqs) == 2
+
+
+def test_paper_normalisation_weights_turns_trajectories_and_groups():
+    long = Trajectory("t", "i", 0, reward=1.0, status="done", turns=[
+        Turn(observation={}, response="r", prompt_ids=[1], completion_ids=[5, 6, 7], logprobs=[-1.0] * 3),
+        Turn(observation={}, response="r", prompt_ids=[2], completion_ids=[8], logprobs=[-1.0])])
+    groups = [TrajectoryGroup("a", [long, rl_traj([1], [9, 9], 0.0)])]
+    batch = build_batch(groups, None, GRPOConfig(loss_norm="turn"))
+    # 1 group x 2 trajectories; the long one has 2 turns of 3 and 1 tokens
+    assert batch.weights[0] == pytest.approx([1 / (2 * 2 * 3)] * 3)
+    assert batch.weights[1] == pytest.approx([1 / (2 * 2 * 1)])
+    assert batch.weights[2] == pytest.approx([1 / (2 * 1 * 2)] * 2)
+    assert sum(map(sum, batch.weights)) == pytest.approx(1.0)
+    tok = build_batch(groups, None, GRPOConfig(loss_norm="token"))
+    assert all(w == pytest.approx(1 / 6) for ws in tok.weights for w in ws)
+
+
+# ---------------------------------------------------------------- the loss
+
+
+def test_observation_tokens_do_not_enter_the_loss(tokenizer):
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model)
+
+    def loss_and_grads(seq):
+        policy.model.zero_grad()
+        logp, _ = token_logprobs(policy.model, [seq])
+        n = len(logp)
+        old = torch.tensor([lp for lp, m in zip(seq.old_logprobs, seq.loss_mask) if m])
+        loss, _ = grpo_loss(logp, old, None, torch.ones(n), torch.full((n,), 1 / n), GRPOConfig(beta=0.0, clip_eps=10.0))
+        loss.backward()
+        return float(loss.detach()), [p.grad.clone() for p in policy.model.parameters() if p.requires_grad]
+
+    base = Packed()
+    base.add([10, 11, 12, 13], trained=False)  # context
+    base.add([20, 21, 22], trained=True, logprobs=[-1.0] * 3, turn=0)
+    base.add([30, 31, 32], trained=False)  # an observation after the response
+    changed = Packed(base.input_ids[:7] + [40, 41, 42], base.loss_mask, base.old_logprobs, base.turn)
+    l1, g1 = loss_and_grads(base)
+    l2, g2 = loss_and_grads(changed)
+    assert l1 == pytest.approx(l2) and all(torch.equal(a, b) for a, b in zip(g1, g2))
+    response_changed = Packed(base.input_ids[:5] + [99] + base.input_ids[6:], base.loss_mask, base.old_logprobs, base.turn)
+    l3, _ = loss_and_grads(response_changed)
+    assert l3 != pytest.approx(l1)  # and the test can tell a trained token from a masked one
+
+
+def test_ratio_one_and_no_kl_is_reinforce(tokenizer):
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model)
+    seq = Packed()
+    seq.add([5, 6, 7], trained=False)
+    seq.add([8, 9, 10, 11], trained=True, logprobs=[0.0] * 4, turn=0)
+    adv, w = torch.tensor([0.7] * 4), torch.tensor([0.25] * 4)
+    params = [p for p in policy.model.parameters() if p.requires_grad]
+    logp, _ = token_logprobs(policy.model, [seq])
+    loss, _ = grpo_loss(logp, logp.detach(), None, adv, w, GRPOConfig(beta=0.0))
+    grads = torch.autograd.grad(loss, params)
+    logp, _ = token_logprobs(policy.model, [seq])
+    reinforce = torch.autograd.grad(-(w * adv * logp).sum(), params)  # -Σ w·A·∇log π
+    for a, b in zip(grads, reinforce):
+        assert torch.allclose(a, b, atol=1e-7)
+
+
+def test_kl_is_zero_while_the_adapter_is_zero(tokenizer):
+    policy = make_policy(tokenizer)  # fresh LoRA: B = 0, the adapter is the identity
+    seq = Packed()
+    seq.add([5, 6, 7], trained=False)
+    seq.add([8, 9, 10], trained=True, logprobs=[0.0] * 3, turn=0)
+    with torch.no_grad(), policy.reference() as base:
+        ref, _ = token_logprobs(base, [seq])
+    logp, _ = token_logprobs(policy.model, [seq])
+    _, stats = grpo_loss(logp, logp.detach(), ref, torch.ones(3), torch.ones(3) / 3, GRPOConfig(beta=0.1))
+    assert stats["kl_sum"] == pytest.approx(0.0, abs=1e-9)
+    perturb_lora_b(policy.model, 0.5)
+    logp, _ = token_logprobs(policy.model, [seq])
+    _, stats = grpo_loss(logp, logp.detach(), ref, torch.ones(3), torch.ones(3) / 3, GRPOConfig(beta=0.1))
+    assert stats["kl_sum"] > 1e-6
+
+
+def test_one_update_changes_every_lora_parameter_and_no_base_parameter(tokenizer):
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model)  # with B = 0 the gradient of A is exactly zero
+    before = {n: p.detach().clone() for n, p in policy.model.named_parameters()}
+    groups = [TrajectoryGroup("a", [rl_traj([1, 2, 3], [4, 5, 6], 1.0), rl_traj([1, 2, 3], [7, 8], 0.0)])]
+    batch = build_batch(groups, tokenizer, GRPOConfig())
+    stats = update(policy, batch, GRPOConfig(lr=1e-3), make_optimizer(policy.model, 1e-3, (0.9, 0.99)))
+    assert stats["grad_norm"] > 0 and stats["tokens_trained"] == 5
+    for n, p in policy.model.named_parameters():
+        changed = not torch.equal(p, before[n])
+        assert changed == ("lora_" in n), n
+
+
+def test_think_tokens_can_be_masked(tokenizer):
+    ids = tokenizer.encode("<think>I will click.</think><answer>exit()</answer>", add_special_tokens=False)
+    mask = think_mask(tokenizer, ids)
+    assert 0 < sum(mask) < len(ids) and mask[-1] == 0
+    masked = tokenizer.decode([i for i, m in zip(ids, mask) if m])
+    kept = tokenizer.decode([i for i, m in zip(ids, mask) if not m])
+    assert masked.startswith("<think>I will click.") and "answer" not in masked
+    assert "<answer>exit()</answer>" in kept and "click" not in kept
+
+
+# ---------------------------------------------------------------- behaviour cloning
+
+
+def test_sft_examples_use_the_rollout_prompt_and_train_only_the_response(tokenizer):
+    policy = make_policy(tokenizer)
+    exs = examples(policy, [demo(3)])
+    assert len(exs) == 2
+    first, second = exs
+    trained = tokenizer.decode([t for t, m in zip(first.input_ids, first.loss_mask) if m])
+    assert trained.startswith("<think>Click buy.") and trained.endswith(tokenizer.eos_token)
+    context = tokenizer.decode([t for t, m in zip(second.input_ids, second.loss_mask) if not m])
+    assert "Task: Buy item 3" in context and "[page content omitted" in context  # compressed, like rollouts
+    no_think = examples(policy, [demo(3)], train_think=False)[0]
+    assert "<think>" not in tokenizer.decode([t for t, m in zip(no_think.input_ids, no_think.loss_mask) if m])
+
+
+def test_sft_loss_falls_on_a_tiny_dataset(tokenizer, tmp_path):
+    policy = make_policy(tokenizer)
+    row = train_sft(policy, [demo(k) for k in range(4)], SFTConfig(epochs=10, lr=1e-2, batch_size=8, warmup_steps=0,
+                                                                  save_every=1000), out=tmp_path, progress=False)
+    losses = [json.loads(line)["loss"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert len(losses) == 10 and row["step"] == 10
+    # a random 2-layer model with frozen embeddings learns slowly through a small adapter,
+    # but steadily: measured 10.82 -> 10.13 over these ten steps
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.3
+
+
+def test_sft_resumes_to_the_same_next_step(tokenizer, tmp_path):
+    import shutil
+
+    data = [demo(k) for k in range(6)]  # 12 turns: 6 optimizer steps of 2
+    cfg = SFTConfig(epochs=1, lr=1e-3, batch_size=2, warmup_steps=0, save_every=2)
+    train_sft(make_policy(tokenizer, seed=1), data, cfg, out=tmp_path, progress=False)
+    straight = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    # the process "dies" after step 2: later checkpoints and log lines never happened
+    for step in (4, 6):
+        shutil.rmtree(tmp_path / "checkpoints" / f"step-{step}")
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in straight[:2]))
+    train_sft(make_policy(tokenizer, seed=1), data, cfg, out=tmp_path, progress=False)  # a fresh policy resumes
+    resumed = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in resumed] == [1, 2, 3, 4, 5, 6]
+    assert [r["loss"] for r in resumed[2:]] == pytest.approx([r["loss"] for r in straight[2:]], rel=1e-6)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+@pytest.mark.slow
+def test_webr1_rl_runs_a_smoke_config_and_resumes(tokenizer, tmp_path, capsys):
+    from webr1_kit.cli import main
+
+    model_dir = tmp_path / "tiny"
+    policy = make_policy(tokenizer)
+    policy.model.get_base_model().save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    config = {
+        "policy": {"model": str(model_dir), "lora": {"r": 4, "alpha": 8}},
+        "prompt": {"max_prompt_tokens": 2048},
+        "sampling": {"max_new_tokens": 16},
+        "grpo": {"steps": 2, "tasks_per_step": 2, "group_size": 2, "max_turns": 2, "eval_max_turns": 2,
+                 "eval_every": 2, "eval_tasks": 2, "save_every": 1, "concurrency": 4},
+        "tasks": {"suite": "miniwob", "names": ["click-button", "focus-text"]},
+        "eval_tasks": {"suite": "miniwob", "names": ["click-button"]},
+    }
+    (tmp_path / "rl.json").write_text(json.dumps(config))
+    out = tmp_path / "run"
+    assert main(["rl", "--config", str(tmp_path / "rl.json"), "--out", str(out), "--quiet"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["steps"] == 2 and len(summary["eval_success"]) == 2
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r["phase"] == "train"]
+    for key in ("success_rate", "equal_reward_frac", "kl", "entropy", "clip_frac", "grad_norm", "response_tokens",
+                "turns", "invalid_action_rate", "rollout_s", "update_s"):
+        assert key in train[0], key
+    assert {p.name for p in out.iterdir()} >= {"config.json", "metrics.jsonl", "trajectories", "checkpoints", "adapter"}
+    assert main(["rl", "--config", str(tmp_path / "rl.json"), "--out", str(out), "--quiet"]) == 2  # refuses to overwrite
+    assert "--resume" in capsys.readouterr().err

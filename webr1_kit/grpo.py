@@ -1,0 +1,316 @@
+"""Multi-turn GRPO (M-GRPO), the paper's RL stage, with LoRA.
+
+For each task, G whole trajectories are sampled against the live site; the binary
+task reward is turned into a group-relative advantage
+
+    A_i = (r_i - mean(r)) / (std(r) + eps)
+
+that every response token of trajectory i receives, and the loss is the paper's
+
+    -1/G Σ_i 1/|τ_i| Σ_turns 1/|a_ij| Σ_tokens [ min(ρ·A, clip(ρ, 1-ε, 1+ε)·A) - β·KL ]
+
+with ρ the probability ratio to the rollout policy and KL the k3 estimator
+exp(ref - logp) - (ref - logp) - 1 to the base model (the adapter switched off).
+
+Departures from the paper (read these before comparing numbers):
+1. LoRA (or QLoRA) adapters instead of full fine-tuning, so the defaults are lr 5e-5
+   and gradient clipping at 1.0 instead of 1e-6 and 0.01.
+2. Token truth under context compression. Compression rewrites the history, so no
+   single causal sequence shows every response the past it was sampled from. Each
+   turn is therefore scored on exactly its own recorded prompt (trajectory.pack);
+   without compression the whole trajectory is one packed sequence, as in the paper.
+3. Groups whose rewards are all equal have zero advantage and are left out of the
+   update (only the tiny KL term would act on them); their share is logged, and
+   `dynamic_sampling` replaces them with fresh tasks.
+4. Episodes that failed for infrastructure reasons are dropped from their group.
+5. An episode that never calls exit gets its evaluator's verdict; the release's
+   reward-1 loophole on "N/A" tasks is closed (see tasks/evaluators.py).
+6. π_old is the rollout's own log-probability of each sampled token (recorded by the
+   generator), so the ratio also absorbs any numerical difference between sampling
+   and training forwards; RL forwards run with dropout off, so ρ = 1 at the first
+   update, as in the paper's single-update setting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import random
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from .config import EnvConfig, GRPOConfig, to_dict
+from .tasks.task import Task
+from .trajectory import Packed, TrajectoryGroup, pack, write_jsonl
+from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
+                       save_checkpoint, token_logprobs)
+
+
+def group_advantages(rewards: Sequence[float], eps: float = 1e-4) -> list[float]:
+    """(r - mean) / (std + eps) within a group; all zeros when the rewards are equal."""
+    n = len(rewards)
+    if n == 0:
+        return []
+    mean = sum(rewards) / n
+    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / n)
+    if std == 0:
+        return [0.0] * n
+    return [(r - mean) / (std + eps) for r in rewards]
+
+
+@dataclass
+class Batch:
+    """Training sequences of one step, with each token's advantage and loss weight."""
+
+    seqs: list[Packed] = field(default_factory=list)
+    advantages: list[list[float]] = field(default_factory=list)
+    """Per sequence, one value per trained token."""
+    weights: list[list[float]] = field(default_factory=list)
+    """Per sequence, one loss weight per trained token (the normalisation)."""
+    groups: int = 0
+    equal_groups: int = 0
+
+
+def build_batch(groups: Sequence[TrajectoryGroup], tokenizer: Any, cfg: GRPOConfig) -> Batch:
+    """Advantages, packed sequences and per-token loss weights for the informative groups."""
+    batch = Batch()
+    informative = []
+    for g in groups:
+        valid = g.valid
+        if not valid:
+            continue
+        batch.groups += 1
+        adv = group_advantages([t.reward for t in valid])
+        if all(a == 0 for a in adv):
+            batch.equal_groups += 1
+            continue
+        informative.append((valid, adv))
+    per_traj: list[tuple[list[Packed], float, int, int]] = []  # (sequences, advantage, group size, group)
+    for gi, (valid, adv) in enumerate(informative):
+        for traj, a in zip(valid, adv):
+            seqs = [apply_think_mask(tokenizer, s, cfg.train_think) for s in pack(traj)]
+            per_traj.append((seqs, a, len(valid), gi))
+    n_tokens = sum(sum(s.loss_mask) for seqs, *_ in per_traj for s in seqs)
+    for seqs, a, size, _ in per_traj:
+        turn_tokens: dict[int, int] = {}
+        for s in seqs:
+            for t, m in zip(s.turn, s.loss_mask):
+                if m:
+                    turn_tokens[t] = turn_tokens.get(t, 0) + 1
+        for s in seqs:
+            trained_turns = [t for t, m in zip(s.turn, s.loss_mask) if m]
+            if not trained_turns:
+                continue
+            if cfg.loss_norm == "token":
+                w = [1.0 / n_tokens] * len(trained_turns)
+            else:  # the paper: 1/groups · 1/G · 1/|τ| · 1/|a_j|
+                w = [1.0 / (len(informative) * size * len(turn_tokens) * turn_tokens[t]) for t in trained_turns]
+            batch.seqs.append(s)
+            batch.advantages.append([a] * len(trained_turns))
+            batch.weights.append(w)
+    return batch
+
+
+def grpo_loss(logp: Any, old_logp: Any, ref_logp: Any | None, adv: Any, weight: Any, cfg: GRPOConfig) -> tuple[Any, dict]:
+    """The clipped-ratio objective minus β·KL, weighted per token; returns (loss, stats)."""
+    import torch
+
+    ratio = torch.exp(logp - old_logp)
+    clipped = torch.clamp(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps)
+    objective = torch.minimum(ratio * adv, clipped * adv)
+    if ref_logp is not None and cfg.beta:
+        diff = ref_logp - logp
+        kl = torch.exp(diff) - diff - 1
+        objective = objective - cfg.beta * kl
+    else:
+        kl = torch.zeros_like(logp)
+    loss = -(weight * objective).sum()
+    with torch.no_grad():
+        stats = {
+            "kl_sum": float(kl.sum()),
+            "clipped": float(((ratio - clipped).abs() > 1e-8).float().sum()),
+            "ratio_sum": float(ratio.sum()),
+        }
+    return loss, stats
+
+
+def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any) -> dict[str, float]:
+    """`cfg.updates_per_batch` optimizer steps on one batch of rollouts."""
+    import torch
+
+    model = policy.model
+    n_tok = sum(len(a) for a in batch.advantages)
+    stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0, "ratio": 0.0, "grad_norm": 0.0,
+             "tokens_trained": n_tok}
+    if not batch.seqs:
+        return stats
+    model.eval()  # dropout off: ρ = 1 on the first update (see departure 6)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for _ in range(cfg.updates_per_batch):
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = kl_sum = ent_sum = clip_sum = ratio_sum = 0.0
+        for idx in micro_batches(batch.seqs, cfg.micro_batch_tokens):
+            seqs = [batch.seqs[i] for i in idx]
+            ref = None
+            if cfg.beta:
+                with torch.no_grad(), policy.reference() as base:
+                    ref, _ = token_logprobs(base, seqs)
+            logp, ent = token_logprobs(model, seqs, entropy=True)
+            device = logp.device
+            old = torch.tensor([lp for s in seqs for lp, m in zip(s.old_logprobs, s.loss_mask) if m], device=device)
+            adv = torch.tensor([a for i in idx for a in batch.advantages[i]], device=device)
+            w = torch.tensor([x for i in idx for x in batch.weights[i]], device=device)
+            loss, st = grpo_loss(logp, old, ref, adv, w, cfg)
+            loss.backward()
+            loss_sum += float(loss.detach())
+            kl_sum += st["kl_sum"]
+            clip_sum += st["clipped"]
+            ratio_sum += st["ratio_sum"]
+            ent_sum += float(ent.sum())
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+        optimizer.step()
+        stats.update(loss=loss_sum, kl=kl_sum / n_tok, entropy=ent_sum / n_tok, clip_frac=clip_sum / n_tok,
+                     ratio=ratio_sum / n_tok, grad_norm=float(grad_norm))
+    return stats
+
+
+@dataclass
+class GRPORun:
+    """A finished (or interrupted) run: where it lives and what it logged."""
+
+    path: Path
+    metrics: list[dict[str, Any]]
+    groups: list[TrajectoryGroup] = field(default_factory=list)
+    """The last step's rollouts."""
+
+    @property
+    def trajectories(self) -> list[Any]:
+        return [t for g in self.groups for t in g.trajectories]
+
+
+def _mix(*parts: Any) -> int:
+    return int.from_bytes(hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=4).digest(), "little")
+
+
+def _rollout_stats(groups: Sequence[TrajectoryGroup]) -> dict[str, Any]:
+    trajs = [t for g in groups for t in g.valid]
+    turns = [turn for t in trajs for turn in t.turns]
+    return {
+        "success_rate": sum(t.reward for t in trajs) / len(trajs) if trajs else None,
+        "reward_mean": sum(t.reward for t in trajs) / len(trajs) if trajs else None,
+        "episodes": sum(len(g.trajectories) for g in groups),
+        "infra_failures": sum(len(g.trajectories) - len(g.valid) for g in groups),
+        "turns": len(turns) / len(trajs) if trajs else 0.0,
+        "response_tokens": sum(len(t.completion_ids or []) for t in turns) / len(turns) if turns else 0.0,
+        "invalid_action_rate": sum(1 for t in turns if t.error_kind) / len(turns) if turns else 0.0,
+    }
+
+
+async def evaluate_policy(policy: Any, tasks: list[Task], max_turns: int, concurrency: int, seed: int,
+                          browser: Any = None, config: EnvConfig | None = None) -> Any:
+    """Greedy evaluation episodes (one per task); returns rollout.EvalResult."""
+    from .rollout import run_episodes
+
+    sampling = policy.sampling
+    policy.set_sampling(replace(sampling, temperature=0.0))
+    try:
+        return await run_episodes(policy, tasks, episodes=1, concurrency=concurrency, max_turns=max_turns,
+                                  seed=seed, browser=browser, config=config)
+    finally:
+        policy.set_sampling(sampling)
+
+
+async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | None = None,
+                     eval_tasks: list[Task] | None = None, out: str | Path | None = None,
+                     env_config: EnvConfig | None = None, resume: bool = True, progress: bool = True) -> GRPORun:
+    """Alternate grouped rollouts and M-GRPO updates for `cfg.steps` steps.
+
+    Every step appends a metrics row to <out>/metrics.jsonl and its rollouts to
+    <out>/trajectories/step-N.jsonl; held-out evaluations run before training and every
+    `eval_every` steps; checkpoints every `save_every` steps resume exactly (step,
+    optimizer, RNG and the task/seed schedule, which is a function of the step).
+    """
+    from .browser import Browser
+    from .rollout import rollout
+
+    cfg = cfg or GRPOConfig()
+    if not train_tasks:
+        raise ValueError("no training tasks")
+    if policy.config.lora is None and not policy.has_adapter:
+        raise ValueError("the policy has no LoRA adapter to train; load it with lora=LoRA()")
+    run = RunDir(Path(out) if out is not None else Path("runs") / time.strftime("rl-%Y%m%d-%H%M%S"))
+    run.write_config({"grpo": to_dict(cfg), "policy": to_dict(policy.config), "prompt": to_dict(policy.prompt),
+                      "sampling": to_dict(policy.sampling), "env": to_dict(env_config or EnvConfig()),
+                      "train_tasks": len(train_tasks), "eval_tasks": len(eval_tasks or [])})
+    optimizer = make_optimizer(policy.model, cfg.lr, tuple(cfg.betas))
+    start = 0
+    ckpt = run.latest_checkpoint() if resume else None
+    if ckpt is not None:
+        start = load_checkpoint(ckpt, policy, optimizer)["step"]
+    held_out = list(eval_tasks or [])
+    if cfg.eval_tasks is not None and len(held_out) > cfg.eval_tasks:
+        held_out = random.Random(f"{cfg.seed}/eval").sample(held_out, cfg.eval_tasks)
+    bar = _bar(cfg.steps, start) if progress else None
+    groups: list[TrajectoryGroup] = []
+    async with Browser(env_config) as browser:
+
+        async def evaluate(step: int) -> None:
+            t0 = time.perf_counter()
+            res = await evaluate_policy(policy, held_out, cfg.eval_max_turns, cfg.concurrency, cfg.seed, browser,
+                                        env_config)
+            write_jsonl(run.path / "trajectories" / f"eval-step-{step}.jsonl", res.trajectories)
+            m = res.metrics
+            run.log({"phase": "eval", "step": step, "success_rate": m["success_rate"], "success_ci95": m["success_ci95"],
+                     "evaluated": m["evaluated"], "infra_failures": m["infra_failures"], "turns": m["mean_turns"],
+                     "invalid_action_rate": m["invalid_action_rate"], "per_site": m["per_site"],
+                     "seconds": time.perf_counter() - t0})
+
+        if held_out and cfg.eval_every and start == 0:
+            await evaluate(0)
+        for step in range(start, cfg.steps):
+            t0 = time.perf_counter()
+            rng = random.Random(f"{cfg.seed}/tasks/{step}")
+            tasks = rng.sample(train_tasks, min(cfg.tasks_per_step, len(train_tasks)))
+            groups = await rollout(policy, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
+                                   concurrency=cfg.concurrency, seed=_mix(cfg.seed, step), browser=browser,
+                                   config=env_config, max_invalid=cfg.max_invalid)
+            for extra in range(2 if cfg.dynamic_sampling else 0):
+                flat = [g for g in groups if len({t.reward for t in g.valid}) <= 1]
+                if not flat:
+                    break
+                fresh = rng.sample(train_tasks, min(len(flat), len(train_tasks)))
+                more = await rollout(policy, fresh, group_size=cfg.group_size, max_turns=cfg.max_turns,
+                                     concurrency=cfg.concurrency, seed=_mix(cfg.seed, step, extra), browser=browser,
+                                     config=env_config, max_invalid=cfg.max_invalid)
+                groups = [g for g in groups if g not in flat] + more
+            rollout_s = time.perf_counter() - t0
+            write_jsonl(run.path / "trajectories" / f"step-{step + 1}.jsonl", [t for g in groups for t in g.trajectories])
+            lr = lr_at(step, cfg.steps, cfg.lr, cfg.warmup_steps, "constant")
+            for g in optimizer.param_groups:
+                g["lr"] = lr
+            t1 = time.perf_counter()
+            batch = build_batch(groups, policy.tokenizer, cfg)
+            stats = await asyncio.to_thread(update, policy, batch, cfg, optimizer)  # the event loop stays free
+            row = {"phase": "train", "step": step + 1, **_rollout_stats(groups),
+                   "equal_reward_frac": batch.equal_groups / batch.groups if batch.groups else None,
+                   **stats, "lr": lr, "rollout_s": rollout_s, "update_s": time.perf_counter() - t1}
+            run.log(row)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(success=f"{row['success_rate'] or 0:.2f}", kl=f"{row['kl']:.4f}")
+            if (step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps:
+                save_checkpoint(run.path / "checkpoints" / f"step-{step + 1}", policy, optimizer, {"step": step + 1})
+            if held_out and cfg.eval_every and (step + 1) % cfg.eval_every == 0:
+                await evaluate(step + 1)
+    if bar is not None:
+        bar.close()
+    return GRPORun(run.path, run.metrics(), groups)
+
+
+def _bar(total: int, done: int) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=done, desc="m-grpo", unit="step")

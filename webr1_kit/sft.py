@@ -1,0 +1,116 @@
+"""Behaviour cloning (the SFT warm-up): learn the experts' responses, turn by turn.
+
+Each turn of a demonstration becomes one example: the prompt the policy would have
+seen at that point (built by prompt.build_prompt, so with the same context
+compression and token budget as at rollout time) followed by the expert's response
+and the end-of-turn token. Only the response tokens are trained. Examples are
+shuffled with the seed, grouped into micro-batches by token budget, and gradients
+accumulate to `batch_size` examples per optimizer step under a cosine schedule.
+
+Checkpoints (adapter, optimizer, step, RNG) go to `<out>/checkpoints/`; calling
+`train_sft` again with the same `out` resumes after the last one.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from .config import PromptConfig, SFTConfig, to_dict
+from .observation import Observation
+from .prompt import build_prompt
+from .trajectory import Packed, Trajectory
+from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
+                       save_checkpoint, token_logprobs)
+
+
+def examples(policy: Any, demos: Iterable[Trajectory], prompt: PromptConfig | None = None,
+             train_think: bool = True) -> list[Packed]:
+    """One training example per demonstration turn: prompt ids (masked) + response ids (trained)."""
+    prompt = prompt or policy.prompt
+    tok = policy.tokenizer
+    out = []
+    for traj in demos:
+        for j, turn in enumerate(traj.turns):
+            p = build_prompt(tok, traj.intent, traj.turns[:j], Observation.from_dict(turn.observation), prompt)
+            target = tok.encode(turn.response, add_special_tokens=False) + [tok.eos_token_id]
+            ex = Packed()
+            ex.add(p.ids, trained=False)
+            ex.add(target, trained=True, turn=j)
+            out.append(apply_think_mask(tok, ex, train_think))
+    return out
+
+
+def train_sft(policy: Any, demos: list[Trajectory], cfg: SFTConfig | None = None, out: str | Path | None = None,
+              progress: bool = True) -> dict[str, Any]:
+    """Behaviour-clone `demos` into `policy`'s adapter. Returns the last metrics row.
+
+    With `out`, the run writes config.json, metrics.jsonl and checkpoints there, and a
+    second call resumes where the first stopped.
+    """
+    import torch
+
+    cfg = cfg or SFTConfig()
+    if not demos:
+        raise ValueError("no demonstrations to train on")
+    if not policy.has_adapter:
+        raise ValueError("the policy has no LoRA adapter to train; load it with lora=LoRA()")
+    data = examples(policy, demos, train_think=cfg.train_think)
+    steps_per_epoch = math.ceil(len(data) / cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs
+    if cfg.max_steps is not None:
+        total = min(total, cfg.max_steps)
+    model = policy.model
+    optimizer = make_optimizer(model, cfg.lr, (0.9, 0.999))
+    run = RunDir(Path(out)) if out is not None else None
+    step = 0
+    if run is not None:
+        run.write_config({"sft": to_dict(cfg), "policy": to_dict(policy.config), "prompt": to_dict(policy.prompt),
+                          "demonstrations": len(demos), "examples": len(data)})
+        ckpt = run.latest_checkpoint()
+        if ckpt is not None:
+            step = load_checkpoint(ckpt, policy, optimizer)["step"]
+    bar = _bar(total, step) if progress else None
+    row: dict[str, Any] = {}
+    model.train()
+    while step < total:
+        epoch, k = divmod(step, steps_per_epoch)
+        order = list(range(len(data)))
+        random.Random(f"{cfg.seed}/{epoch}").shuffle(order)  # the same order after a resume
+        batch = [data[i] for i in order[k * cfg.batch_size:(k + 1) * cfg.batch_size]]
+        t0 = time.perf_counter()
+        lr = lr_at(step, total, cfg.lr, cfg.warmup_steps, "cosine")
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        n_tokens = sum(sum(ex.loss_mask) for ex in batch)
+        loss_sum = 0.0
+        optimizer.zero_grad(set_to_none=True)
+        for idx in micro_batches(batch, cfg.micro_batch_tokens):
+            logp, _ = token_logprobs(model, [batch[i] for i in idx])
+            loss = -logp.sum() / max(1, n_tokens)
+            loss.backward()
+            loss_sum += float(loss.detach())
+        grad_norm = torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.max_grad_norm)
+        optimizer.step()
+        step += 1
+        row = {"phase": "sft", "step": step, "epoch": epoch, "loss": loss_sum, "lr": lr, "tokens": n_tokens,
+               "grad_norm": float(grad_norm), "seconds": time.perf_counter() - t0}
+        if run is not None:
+            run.log(row)
+            if step % cfg.save_every == 0 or step == total:
+                save_checkpoint(run.path / "checkpoints" / f"step-{step}", policy, optimizer, {"step": step})
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_sum:.3f}")
+    if bar is not None:
+        bar.close()
+    return row
+
+
+def _bar(total: int, done: int) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=done, desc="sft", unit="step")
