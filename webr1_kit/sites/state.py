@@ -21,6 +21,8 @@ from collections import OrderedDict
 from typing import Callable
 
 EPISODE_COOKIE = "webr1_episode"
+SITES_COOKIE = "webr1_sites"
+"""The task's sites joined by "+": pages link to the other ones on multi-site tasks."""
 PUBLIC = "public"
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from flask import Flask, g, render_template, request
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from .state import EPISODE_COOKIE, StateStore, UnknownEpisode
+from .state import EPISODE_COOKIE, SITES_COOKIE, StateStore, UnknownEpisode
 
 HERE = Path(__file__).parent
 HOST = "127.0.0.1"  # the arena never listens on other interfaces
@@ -80,7 +80,15 @@ def make_app(spec: Any, store: StateStore, urls: Callable[[], dict[str, str]]) -
 
     @app.context_processor
     def _globals() -> dict[str, Any]:
-        return {"site_urls": urls(), "site": site, "site_title": spec.title}
+        # Multi-site tasks (the suite lists the task's sites in a cookie) get links to the
+        # task's other sites, as WebArena's homepage gives; single-site pages are unchanged.
+        from . import site_specs
+
+        wanted = [s for s in request.cookies.get(SITES_COOKIE, "").split("+") if s]
+        all_urls = urls()
+        linked = [(sp.title, all_urls[sp.name]) for sp in site_specs()
+                  if len(wanted) > 1 and sp.name in wanted and sp.name != site and sp.name in all_urls]
+        return {"site_urls": all_urls, "site": site, "site_title": spec.title, "linked_sites": linked}
 
     spec.register(app)
     return app

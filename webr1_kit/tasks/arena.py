@@ -221,13 +221,15 @@ class ArenaSuite(Suite):
 
     async def setup(self, context: Any, task: Task, seed: int) -> None:
         """Give the episode fresh copies of every site database, named by a cookie."""
-        from ..sites import EPISODE_COOKIE
+        from ..sites.state import EPISODE_COOKIE, SITES_COOKIE
 
         arena = self.arena(task)
         episode = arena.new_episode()
         self._episodes[context] = episode
         # Cookies are per host, not per port, so one cookie reaches every arena site.
-        await context.add_cookies([{"name": EPISODE_COOKIE, "value": episode, "url": next(iter(arena.urls.values()))}])
+        url = next(iter(arena.urls.values()))
+        await context.add_cookies([{"name": EPISODE_COOKIE, "value": episode, "url": url},
+                                   {"name": SITES_COOKIE, "value": "+".join(task.sites), "url": url}])
 
     def episode(self, context: Any) -> str | None:
         """The state id of the episode running in `context` (for tests and tools)."""
