@@ -6,49 +6,17 @@ shop, then per template one expert success and one plausible failure that must s
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from typing import Any, AsyncIterator
 
 import pytest
 
 from webr1_kit.browser import BrowserEnv
-from webr1_kit.rollout import run_episodes
-from webr1_kit.sites import get_arena
-from webr1_kit.tasks import get_suite
-from webr1_kit.tasks.arena import ArenaExpert, tasks as arena_tasks
 from webr1_kit.tasks.arena_templates import admin as admin_templates
 
-HOSTILE = "<script>alert(1)</script>'; DROP TABLE x;-- ✓ 日本語"
+from arena_helpers import HOSTILE, episode, episode_db, pristine, reward_after, run_expert, site_url
+
 TEMPLATE_IDS = [t.id for t in admin_templates.TEMPLATES]
-
-
-def _pristine() -> sqlite3.Connection:
-    return get_arena(0).store.pristine["store"]
-
-
-def _task(template: str) -> Any:
-    """The first test-split task of a template (every template has some)."""
-    return next(t for t in arena_tasks("test") if t.template == template)
-
-
-@contextlib.asynccontextmanager
-async def _episode(browser: Any, template: str = "admin.sku_stock") -> AsyncIterator[BrowserEnv]:
-    """A fresh episode of a task of `template`, its page on the admin dashboard."""
-    env = BrowserEnv(browser)
-    try:
-        await env.reset(_task(template))
-        yield env
-    finally:
-        await env.close()
-
-
-def _db(env: BrowserEnv) -> sqlite3.Connection:
-    """The episode's own store database (shared by the shop and the admin)."""
-    return get_arena(0).db(get_suite("arena").episode(env.context), "store")
-
-
-def _url(path: str, site: str = "admin") -> str:
-    return get_arena(0).urls[site] + path
+START = "admin.sku_stock"  # the template of the episodes the page tests run in
 
 
 @contextlib.asynccontextmanager
@@ -70,7 +38,7 @@ def _money(text: str) -> float:
 
 
 async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
-    async with _episode(browser) as env:
+    async with episode(browser, START) as env:
         page = env.page
         pages = {"/": "Dashboard", "/reports/sales": "Sales Report", "/reports/sales?from=2023-01-01&to=2023-03-31": "Bestsellers",
                  "/orders": "Orders", "/orders?status=pending&sort=total_desc&page=2": "records found", "/orders/1": "Order #",
@@ -79,29 +47,29 @@ async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
                  "/reviews/1": "Review:", "/customers": "Customers", "/customers?q=austin&sort=since_desc": "records found",
                  "/customers/1": "Orders (", "/customers/1/edit": "Edit Customer"}
         for path, text in pages.items():
-            response = await page.goto(_url(path))
+            response = await page.goto(site_url("admin", path))
             assert response.status == 200, path
             assert text in await page.inner_text("main"), path
         for path in ("/no/such/page", "/orders/999999", "/products/999999/edit", "/reviews/999999", "/customers/999999"):
-            response = await page.goto(_url(path))
+            response = await page.goto(site_url("admin", path))
             assert response.status == 404, path
 
 
 async def test_signed_out_admin_sees_the_sign_in_page(browser):
-    async with _episode(browser) as env:
-        _db(env).execute("DELETE FROM sessions WHERE site = 'admin'")
-        response = await env.page.goto(_url("/orders"))
+    async with episode(browser, START) as env:
+        episode_db(env, "store").execute("DELETE FROM sessions WHERE site = 'admin'")
+        response = await env.page.goto(site_url("admin", "/orders"))
         assert response.status == 401
         assert "please sign in" in (await env.page.inner_text("h1")).lower()
         async with _shop_page(browser, env) as shop:  # the shop's own session is untouched
-            response = await shop.goto(_url("/", "shop"))
+            response = await shop.goto(site_url("shop", "/"))
             assert response.status == 200 and "Welcome, " in await shop.inner_text("header")
 
 
 async def test_forms_reject_bad_input_with_messages(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
-        await page.goto(_url("/products/1/edit"))
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "store")
+        await page.goto(site_url("admin", "/products/1/edit"))
         await page.fill("#price", "abc")
         await page.fill("#stock", "-3")
         await page.fill("#name", "")
@@ -109,51 +77,51 @@ async def test_forms_reject_bad_input_with_messages(browser):
         body = await page.inner_text("main")
         assert "Price must be a number" in body and "Quantity must be between 0 and 99999." in body
         assert "Product name is required." in body
-        assert db.execute("SELECT price_cents FROM products WHERE id = 1").fetchone()[0] == _pristine().execute(
+        assert db.execute("SELECT price_cents FROM products WHERE id = 1").fetchone()[0] == pristine("store").execute(
             "SELECT price_cents FROM products WHERE id = 1").fetchone()[0]
-        await page.goto(_url("/customers/1/edit"))
-        await page.fill("#email", _pristine().execute("SELECT email FROM customers WHERE id = 2").fetchone()[0])
+        await page.goto(site_url("admin", "/customers/1/edit"))
+        await page.fill("#email", pristine("store").execute("SELECT email FROM customers WHERE id = 2").fetchone()[0])
         await page.click("button:has-text('Save Customer')")
         assert "already exists" in await page.inner_text("main")
         await page.fill("#email", "not an email")
         await page.click("button:has-text('Save Customer')")
         assert "Enter a valid email address" in await page.inner_text("main")
-        await page.goto(_url("/reports/sales?from=2023-13-01&to=2023-01-31"))
+        await page.goto(site_url("admin", "/reports/sales?from=2023-13-01&to=2023-01-31"))
         assert "From must be a date" in await page.inner_text("main")
-        await page.goto(_url("/reports/sales?from=2023-03-01&to=2023-01-31"))
+        await page.goto(site_url("admin", "/reports/sales?from=2023-03-01&to=2023-01-31"))
         assert "To must not be before From." in await page.inner_text("main")
         # The status form offers only allowed moves; the server refuses others too.
         oid = db.execute("SELECT id FROM orders WHERE status = 'pending' LIMIT 1").fetchone()[0]
-        await page.goto(_url(f"/orders/{oid}"))
-        response = await page.request.post(_url(f"/orders/{oid}"), form={"status": "complete", "comment": ""})
+        await page.goto(site_url("admin", f"/orders/{oid}"))
+        response = await page.request.post(site_url("admin", f"/orders/{oid}"), form={"status": "complete", "comment": ""})
         assert response.ok and "Choose a valid status." in await response.text()
         assert db.execute("SELECT status FROM orders WHERE id = ?", (oid,)).fetchone()[0] == "pending"
 
 
 async def test_hostile_text_round_trips_escaped_in_admin_and_shop(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "store")
         dialogs: list[str] = []
         page.on("dialog", lambda d: dialogs.append(d.message))
-        await page.goto(_url("/products/3/edit"))
+        await page.goto(site_url("admin", "/products/3/edit"))
         await page.fill("#name", HOSTILE)
         await page.click("button:has-text('Save')")
         assert "You saved the product." in await page.inner_text("body")
         assert db.execute("SELECT name FROM products WHERE id = 3").fetchone()[0] == HOSTILE
-        await page.goto(_url("/products"))
+        await page.goto(site_url("admin", "/products"))
         await page.fill("#q", "DROP TABLE")
         await page.press("#q", "Enter")
         assert await page.inner_text("#products-grid a") == HOSTILE
         async with _shop_page(browser, env) as shop:  # the shop reads the same database
-            await shop.goto(_url("/product/3", "shop"))
+            await shop.goto(site_url("shop", "/product/3"))
             assert await shop.inner_text("#product-name") == HOSTILE
         assert not dialogs
 
 
 async def test_grids_filter_sort_and_paginate(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
-        await page.goto(_url("/orders"))
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "store")
+        await page.goto(site_url("admin", "/orders"))
         await page.select_option("#status", "canceled")
         await page.select_option("#sort", "total_desc")
         await page.click("button:has-text('Search')")
@@ -164,7 +132,7 @@ async def test_grids_filter_sort_and_paginate(browser):
         totals = [_money(t) for t in await page.locator("#orders-grid tr td:nth-child(5)").all_inner_texts()]
         assert set(statuses) == {"Canceled"} and totals == sorted(totals, reverse=True)
         # products: a category filter survives pagination
-        await page.goto(_url("/products?enabled=1&sort=price_asc"))
+        await page.goto(site_url("admin", "/products?enabled=1&sort=price_asc"))
         first = await page.locator("#products-grid tr td:nth-child(2)").all_inner_texts()
         await page.click("a:has-text('Next')")
         assert "sort=price_asc" in page.url and "page=2" in page.url
@@ -173,18 +141,18 @@ async def test_grids_filter_sort_and_paginate(browser):
         prices = [_money(t) for t in await page.locator("#products-grid tr td:nth-child(5)").all_inner_texts()]
         assert prices == sorted(prices)
         # reviews: the status filter and the column filters combine
-        await page.goto(_url("/reviews?status=pending&title=a"))
+        await page.goto(site_url("admin", "/reviews?status=pending&title=a"))
         rows = await page.locator("#reviews-grid tr td:nth-child(3)").all_inner_texts()
         assert rows and set(rows) == {"Pending"}
 
 
 async def test_admin_and_shop_share_one_database(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "store")
         oid, pid, qty = db.execute("SELECT o.id, oi.product_id, oi.qty FROM orders o JOIN order_items oi"
                                    " ON oi.order_id = o.id WHERE o.customer_id = 1 AND o.status = 'pending' LIMIT 1").fetchone()
         stock = db.execute("SELECT stock FROM products WHERE id = ?", (pid,)).fetchone()[0]
-        await page.goto(_url(f"/orders/{oid}"))
+        await page.goto(site_url("admin", f"/orders/{oid}"))
         await page.select_option("#new-status", "canceled")
         await page.fill("#comment", "Customer asked to cancel")
         await page.click("button:has-text('Update Status')")
@@ -192,22 +160,22 @@ async def test_admin_and_shop_share_one_database(browser):
         assert "Customer asked to cancel" in await page.inner_text("#order-history")
         assert db.execute("SELECT stock FROM products WHERE id = ?", (pid,)).fetchone()[0] == stock + qty
         async with _shop_page(browser, env) as shop:
-            await shop.goto(_url(f"/account/orders/{oid}", "shop"))
+            await shop.goto(site_url("shop", f"/account/orders/{oid}"))
             assert await shop.inner_text("#order-status") == "Canceled"
         # a review approved in the admin appears on the shop's product page
         rid, rpid, title = db.execute("SELECT id, product_id, title FROM reviews WHERE status = 'pending' LIMIT 1").fetchone()
 
         async def shown() -> int:
             async with _shop_page(browser, env) as shop:
-                await shop.goto(_url(f"/product/{rpid}", "shop"))
+                await shop.goto(site_url("shop", f"/product/{rpid}"))
                 return (await shop.locator(".review h3").all_inner_texts()).count(title)
 
         before = await shown()
-        await page.goto(_url(f"/reviews/{rid}"))
+        await page.goto(site_url("admin", f"/reviews/{rid}"))
         await page.click("button:has-text('Approve')")
         assert await page.inner_text("#review-status") == "Approved"
         assert await shown() == before + 1
-        await page.goto(_url(f"/reviews/{rid}"))
+        await page.goto(site_url("admin", f"/reviews/{rid}"))
         await page.click("button:has-text('Delete Review')")
         assert "The review has been deleted." in await page.inner_text("body")
         assert db.execute("SELECT COUNT(*) FROM reviews WHERE id = ?", (rid,)).fetchone()[0] == 0
@@ -217,28 +185,13 @@ async def test_admin_and_shop_share_one_database(browser):
 
 
 async def test_expert_solves_one_instance_of_every_template(browser):
-    tasks = [_task(t) for t in TEMPLATE_IDS]
-    result = await run_episodes(ArenaExpert(), tasks, episodes=1, concurrency=3, browser=browser)
+    _, result = await run_expert(browser, TEMPLATE_IDS)
     rewards = {t.task_id.split("/")[1]: t.reward for t in result.trajectories}
     assert rewards == {t: 1.0 for t in TEMPLATE_IDS}, [
         (t.task_id, t.verdict) for t in result.trajectories if t.reward != 1.0]
 
 
 # ---------------------------------------------------------------- templates: plausible failures score 0
-
-
-async def _reward_after(browser: Any, template: str, act) -> float:
-    """Reset a task of `template`, do `act(page, params, db)` by hand, exit with its message."""
-    task = _task(template)
-    env = BrowserEnv(browser)
-    try:
-        await env.reset(task)
-        msg = await act(env.page, task.meta["params"], _db(env))
-        step = await env.step(f'exit(message="{msg or "done"}")')
-        assert step.done
-        return step.reward
-    finally:
-        await env.close()
 
 
 async def _count_plus_one(page, p, db):
@@ -260,28 +213,28 @@ async def _stock_plus_one(page, p, db):
 
 async def _status_only(page, p, db):
     other = next(s for s in admin_templates.ORDER_SORTS if s != p["sort"])
-    await page.goto(_url(f"/orders?status={p['status']}&sort={other}"))
+    await page.goto(site_url("admin", f"/orders?status={p['status']}&sort={other}"))
 
 
 async def _price_off_by_a_dollar(page, p, db):
-    await page.goto(_url(f"/products/{p['product_id']}/edit"))
+    await page.goto(site_url("admin", f"/products/{p['product_id']}/edit"))
     await page.fill("#price", f"{float(p['price']) + 1:.2f}")
     await page.click("button:has-text('Save')")
 
 
 async def _disable_another_product(page, p, db):
-    await page.goto(_url(f"/products/{p['product_id'] % 250 + 1}/edit"))
+    await page.goto(site_url("admin", f"/products/{p['product_id'] % 250 + 1}/edit"))
     await page.select_option("#enabled", "0")
     await page.click("button:has-text('Save')")
 
 
 async def _reject_instead(page, p, db):
-    await page.goto(_url(f"/reviews/{p['review_id']}"))
+    await page.goto(site_url("admin", f"/reviews/{p['review_id']}"))
     await page.click("button:has-text('Reject')")
 
 
 async def _hold_instead(page, p, db):
-    await page.goto(_url(f"/orders/{p['order_id']}"))
+    await page.goto(site_url("admin", f"/orders/{p['order_id']}"))
     options = await page.locator("#new-status option").evaluate_all("os => os.map(o => o.value)")
     await page.select_option("#new-status", next(o for o in options if o and o != "canceled"))
     await page.click("button:has-text('Update Status')")
@@ -305,4 +258,4 @@ def test_every_template_has_a_negative_case():
 
 @pytest.mark.parametrize("template", TEMPLATE_IDS)
 async def test_plausible_failure_scores_zero(browser, template):
-    assert await _reward_after(browser, template, NEGATIVES[template]) == 0.0
+    assert await reward_after(browser, template, NEGATIVES[template], "store") == 0.0

@@ -5,52 +5,21 @@ failure that must score 0."""
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from webr1_kit.browser import BrowserEnv
-from webr1_kit.rollout import run_episodes
-from webr1_kit.sites import get_arena
 from webr1_kit.sites.code import data
-from webr1_kit.tasks import get_suite
-from webr1_kit.tasks.arena import ArenaExpert, tasks as arena_tasks
+from webr1_kit.tasks.arena import tasks as arena_tasks
 from webr1_kit.tasks.arena_templates import code as code_templates
 
-HOSTILE = "<script>alert(1)</script>'; DROP TABLE x;-- ✓ 日本語"
+from arena_helpers import HOSTILE, episode, episode_db, first_task, pristine, run_expert, site_url
+
 TEMPLATE_IDS = [t.id for t in code_templates.TEMPLATES]
-
-
-def _pristine() -> sqlite3.Connection:
-    return get_arena(0).store.pristine["code"]
-
-
-def _task(template: str) -> Any:
-    """The first test-split task of a template (every template has some)."""
-    return next(t for t in arena_tasks("test") if t.template == template)
-
-
-@contextlib.asynccontextmanager
-async def _episode(browser: Any, template: str = "code.project_stars") -> AsyncIterator[BrowserEnv]:
-    """A fresh episode of a task of `template`, its page on the dashboard."""
-    env = BrowserEnv(browser)
-    try:
-        await env.reset(_task(template))
-        yield env
-    finally:
-        await env.close()
-
-
-def _db(env: BrowserEnv) -> sqlite3.Connection:
-    """The episode's own code database."""
-    return get_arena(0).db(get_suite("arena").episode(env.context), "code")
-
-
-def _url(path: str) -> str:
-    return get_arena(0).urls["code"] + path
+START = "code.project_stars"  # the template of the episodes the page tests run in
 
 
 # ---------------------------------------------------------------- the seed data
@@ -63,7 +32,7 @@ def test_seed_data_is_deterministic_realistic_and_unique_by_title():
         data.build(conn, seed)
         dumps.append("\n".join(conn.iterdump()))
     assert dumps[0] == dumps[1] and dumps[0] != dumps[2]
-    db = _pristine()
+    db = pristine("code")
     count = lambda table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # noqa: E731
     assert count("users") == 40 and count("projects") == 30
     assert 400 <= count("issues") <= 900 and 120 <= count("merge_requests") <= 250
@@ -105,34 +74,34 @@ PAGES = [
 
 
 async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
-    async with _episode(browser) as env:
+    async with episode(browser, START) as env:
         page = env.page
         hosts = set()
         page.on("request", lambda r: hosts.add(r.url.split("/")[2]))
         for path, selector, text in PAGES:
-            response = await page.goto(_url(path))
+            response = await page.goto(site_url("code", path))
             assert response.status == 200, path
             shown = (await page.locator(selector).first.inner_text()).strip()
             assert shown and text in shown, (path, shown)
         for path in ("/no-such-user", "/byteblaze/no-such-project", "/byteblaze/dotfiles/-/issues/9999",
                      "/byteblaze/dotfiles/-/merge_requests/9999", "/byteblaze/dotfiles/-/milestones/9999",
                      "/byteblaze/dotfiles/-/wiki", "/byteblaze/dotfiles/-/issues/new/extra"):
-            response = await page.goto(_url(path))
+            response = await page.goto(site_url("code", path))
             assert response.status == 404, path
         assert hosts and all(h.startswith("127.0.0.1:") for h in hosts)  # all assets are local
 
 
 async def test_forms_reject_bad_input_with_messages(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "code")
         n_issues = db.execute("SELECT COUNT(*) FROM issues").fetchone()[0]
-        await page.goto(_url("/byteblaze/dotfiles/-/issues/new"))
+        await page.goto(site_url("code", "/byteblaze/dotfiles/-/issues/new"))
         await page.fill("#title", "   ")
         await page.click("text=Create issue")
         assert "Title is required." in await page.inner_text("main form")
         assert db.execute("SELECT COUNT(*) FROM issues").fetchone()[0] == n_issues
 
-        await page.goto(_url("/byteblaze/dotfiles/-/project_members"))
+        await page.goto(site_url("code", "/byteblaze/dotfiles/-/project_members"))
         await page.fill("#username", "no_such_person")
         await page.select_option("#role", "Developer")
         await page.click("text=Add to project")
@@ -141,13 +110,13 @@ async def test_forms_reject_bad_input_with_messages(browser):
         await page.click("text=Add to project")
         assert "already a member" in await page.inner_text("main form")
 
-        await page.goto(_url("/byteblaze/dotfiles/-/labels/new"))
+        await page.goto(site_url("code", "/byteblaze/dotfiles/-/labels/new"))
         await page.fill("#title", "needs-design")
         await page.fill("#color", "red")
         await page.click("text=Create label")
         assert "hex colour" in await page.inner_text("main form")
 
-        await page.goto(_url("/byteblaze/dotfiles/-/milestones/new"))
+        await page.goto(site_url("code", "/byteblaze/dotfiles/-/milestones/new"))
         await page.fill("#title", "v9.9")
         await page.fill("#start_date", "2024-05-01")
         await page.fill("#due_date", "2024-02-30")
@@ -162,17 +131,17 @@ async def test_forms_reject_bad_input_with_messages(browser):
         other = db.execute("SELECT n.path, p.path FROM projects p JOIN namespaces n ON n.id = p.namespace_id"
                            " WHERE p.id NOT IN (SELECT project_id FROM members WHERE user_id = 1 AND role >= 40)"
                            " LIMIT 1").fetchone()
-        response = await page.request.post(_url(f"/{other[0]}/{other[1]}/-/project_members"),
+        response = await page.request.post(site_url("code", f"/{other[0]}/{other[1]}/-/project_members"),
                                            form={"username": "kkroening", "role": "Owner"})
         assert response.status == 403
 
 
 async def test_hostile_text_is_stored_verbatim_and_shown_escaped(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "code")
         dialogs = []
         page.on("dialog", lambda d: dialogs.append(d.message))
-        await page.goto(_url("/byteblaze/dotfiles/-/issues/new"))
+        await page.goto(site_url("code", "/byteblaze/dotfiles/-/issues/new"))
         await page.fill("#title", HOSTILE)
         await page.fill("#description", HOSTILE + "\nsecond line")
         await page.locator("label.check input").first.check()
@@ -184,7 +153,7 @@ async def test_hostile_text_is_stored_verbatim_and_shown_escaped(browser):
         html = await page.content()
         assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
         # listed and searchable (the search's LIKE treats ; - ' as plain text)
-        await page.goto(_url("/byteblaze/dotfiles/-/issues?search=DROP+TABLE+x;--"))
+        await page.goto(site_url("code", "/byteblaze/dotfiles/-/issues?search=DROP+TABLE+x;--"))
         assert HOSTILE in await page.inner_text("ul.issues")
         assert not dialogs
         row = db.execute("SELECT id, title FROM issues WHERE title = ?", (HOSTILE,)).fetchone()
@@ -194,21 +163,21 @@ async def test_hostile_text_is_stored_verbatim_and_shown_escaped(browser):
 
 
 async def test_pagination_sorting_and_filters(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "code")
         pid, total = db.execute("SELECT project_id, COUNT(*) AS n FROM issues GROUP BY project_id"
                                 " ORDER BY n DESC").fetchone()
         ns, proj = db.execute("SELECT n.path, p.path FROM projects p JOIN namespaces n ON n.id = p.namespace_id"
                               " WHERE p.id = ?", (pid,)).fetchone()
         assert total > 20
-        await page.goto(_url(f"/{ns}/{proj}/-/issues?state=all"))
+        await page.goto(site_url("code", f"/{ns}/{proj}/-/issues?state=all"))
         first = await page.locator("li.issue").evaluate_all("els => els.map(e => e.dataset.iid)")
         assert len(first) == 20 and f"Page 1 of {-(-total // 20)}" in await page.inner_text(".pager")
         await page.click(".pager >> text=Next")
         assert "page=2" in page.url and "state=all" in page.url
         second = await page.locator("li.issue").evaluate_all("els => els.map(e => e.dataset.iid)")
         assert second and not set(first) & set(second)
-        await page.goto(_url(f"/{ns}/{proj}/-/issues?state=all&page=999"))  # clamped to the last page
+        await page.goto(site_url("code", f"/{ns}/{proj}/-/issues?state=all&page=999"))  # clamped to the last page
         assert f"Page {-(-total // 20)} of" in await page.inner_text(".pager")
 
         # the label filter counts what the database holds
@@ -216,7 +185,7 @@ async def test_pagination_sorting_and_filters(browser):
             "SELECT l.name, SUM(i.state = 'opened') FROM labels l JOIN issue_labels il ON il.label_id = l.id"
             " JOIN issues i ON i.id = il.issue_id WHERE l.project_id = ? GROUP BY l.id ORDER BY l.name LIMIT 1", (pid,)
         ).fetchone()
-        await page.goto(_url(f"/{ns}/{proj}/-/issues"))
+        await page.goto(site_url("code", f"/{ns}/{proj}/-/issues"))
         await page.select_option("#f-label", label)
         await page.click("text=Filter")
         assert (await page.inner_text(".tabs a.active")).split() == ["Open", str(n_open)]
@@ -224,16 +193,16 @@ async def test_pagination_sorting_and_filters(browser):
         assert shown and all(label in s for s in shown)
 
         # explore: 30 projects, 10 a page, sorted by stars
-        await page.goto(_url("/explore?sort=stars"))
+        await page.goto(site_url("code", "/explore?sort=stars"))
         assert "Page 1 of 3" in await page.inner_text(".pager")
         counts = [int(t.split("★")[1].split()[0]) for t in await page.locator(".project-row").all_inner_texts()]
         assert len(counts) == 10 and counts == sorted(counts, reverse=True)
 
 
 async def test_issue_edit_star_and_approve_change_what_the_pages_show(browser):
-    async with _episode(browser) as env:
+    async with episode(browser, START) as env:
         page = env.page
-        await page.goto(_url("/byteblaze/dotfiles/-/issues/1/edit"))
+        await page.goto(site_url("code", "/byteblaze/dotfiles/-/issues/1/edit"))
         await page.select_option("#assignee", index=2)
         chosen = await page.locator("#assignee option:checked").inner_text()
         for box in await page.locator("label.check input").all():
@@ -244,7 +213,7 @@ async def test_issue_edit_star_and_approve_change_what_the_pages_show(browser):
         assert chosen in await page.inner_text("#issue-assignee")
         assert (await page.inner_text("#issue-labels")).split() == first_label.split()
 
-        await page.goto(_url("/byteblaze/dotfiles"))
+        await page.goto(site_url("code", "/byteblaze/dotfiles"))
         before = await page.inner_text("#star-toggle")
         count = int((await page.inner_text("#star-count")).split()[0])
         await page.click("#star-toggle")
@@ -252,10 +221,10 @@ async def test_issue_edit_star_and_approve_change_what_the_pages_show(browser):
         assert int((await page.inner_text("#star-count")).split()[0]) == count + (1 if before == "Star" else -1)
 
         # an open merge request the signed-in user (Owner) has not approved yet
-        iid = _db(env).execute(
+        iid = episode_db(env, "code").execute(
             "SELECT iid FROM merge_requests WHERE project_id = 1 AND state = 'opened' AND id NOT IN"
             " (SELECT mr_id FROM approvals WHERE user_id = 1) ORDER BY iid").fetchone()[0]
-        await page.goto(_url(f"/byteblaze/dotfiles/-/merge_requests/{iid}"))
+        await page.goto(site_url("code", f"/byteblaze/dotfiles/-/merge_requests/{iid}"))
         approvals = int(await page.inner_text("#approval-count"))
         await page.click("#approve-toggle")
         assert int(await page.inner_text("#approval-count")) == approvals + 1
@@ -268,8 +237,7 @@ async def test_issue_edit_star_and_approve_change_what_the_pages_show(browser):
 @pytest_asyncio.fixture(scope="module")
 async def expert_run(browser):
     """The expert on one test-split instance of every code template (one batch, concurrency 3)."""
-    chosen = [_task(tid) for tid in TEMPLATE_IDS]
-    result = await run_episodes(ArenaExpert(), chosen, episodes=1, concurrency=3, browser=browser)
+    _, result = await run_expert(browser, TEMPLATE_IDS)
     return {t.meta["template"]: t for t in result.trajectories}
 
 
@@ -292,7 +260,7 @@ async def test_expert_solves(expert_run, template):
 
 
 async def _post(env: BrowserEnv, path: str, form: dict[str, str]) -> None:
-    response = await env.page.request.post(_url(path), form=form)
+    response = await env.page.request.post(site_url("code", path), form=form)
     assert response.ok, path
 
 
@@ -304,7 +272,7 @@ def _other(db: sqlite3.Connection, sql: str, params: tuple) -> Any:
 
 async def _wrong_outcome(env: BrowserEnv, template: str, p: dict[str, Any]) -> str | None:
     """Do a plausible wrong thing for the task; returns the (wrong) answer to submit."""
-    db = _db(env)
+    db = episode_db(env, "code")
     proj = f"/{p['ns']}/{p['proj']}"
     pid = db.execute("SELECT p.id FROM projects p JOIN namespaces n ON n.id = p.namespace_id"
                      " WHERE n.path = ? AND p.path = ?", (p["ns"], p["proj"])).fetchone()[0]
@@ -325,10 +293,10 @@ async def _wrong_outcome(env: BrowserEnv, template: str, p: dict[str, Any]) -> s
         n = db.execute("SELECT COUNT(*) FROM stars WHERE project_id = ?", (pid,)).fetchone()[0]
         return str(n + 1)
     if template == "code.closed_issues":  # stopped on the open issues
-        await env.page.goto(_url(f"{proj}/-/issues?state=opened"))
+        await env.page.goto(site_url("code", f"{proj}/-/issues?state=opened"))
         return "done"
     if template == "code.milestone_page":  # stopped on the milestones list
-        await env.page.goto(_url(f"{proj}/-/milestones?state=all"))
+        await env.page.goto(site_url("code", f"{proj}/-/milestones?state=all"))
         return "done"
     if template == "code.create_issue":  # right title, wrong label
         label = _other(db, "SELECT id FROM labels WHERE project_id = ? AND name != ?", (pid, p["label"]))[0]
@@ -361,8 +329,8 @@ async def _wrong_outcome(env: BrowserEnv, template: str, p: dict[str, Any]) -> s
 
 @pytest.mark.parametrize("template", TEMPLATE_IDS)
 async def test_plausible_failure_scores_zero(browser, template):
-    task = _task(template)
-    async with _episode(browser, template) as env:
+    task = first_task(template)
+    async with episode(browser, template) as env:
         kind = task.meta["kind"]
         if kind == "content":  # doing nothing must not pass either
             assert (await env.evaluate("done")).reward == 0.0

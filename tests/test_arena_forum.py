@@ -5,54 +5,20 @@ template one expert success and one plausible failure that must score 0."""
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-from typing import Any, AsyncIterator
+from typing import Any
 from urllib.parse import quote
 
 import pytest
 
-from webr1_kit.actions import Action
-from webr1_kit.browser import BrowserEnv
-from webr1_kit.rollout import run_episodes
-from webr1_kit.sites import get_arena
 from webr1_kit.sites.forum import data
-from webr1_kit.tasks import get_suite
-from webr1_kit.tasks.arena import ArenaExpert, tasks as arena_tasks
 from webr1_kit.tasks.arena_templates import forum as forum_templates
 
-HOSTILE = "<script>alert(1)</script>'; DROP TABLE x;-- ✓ 日本語"
+from arena_helpers import HOSTILE, do_nothing, episode, episode_db, pristine, reward_after, run_expert, site_url
+
 TEMPLATE_IDS = [t.id for t in forum_templates.TEMPLATES]
+START = "forum.comment_count"  # the template of the episodes the page tests run in
 ME = forum_templates.ME
-
-
-def _pristine() -> sqlite3.Connection:
-    return get_arena(0).store.pristine["forum"]
-
-
-def _task(template: str) -> Any:
-    """The first test-split task of a template (every template has some)."""
-    return next(t for t in arena_tasks("test") if t.template == template)
-
-
-@contextlib.asynccontextmanager
-async def _episode(browser: Any, template: str = "forum.comment_count") -> AsyncIterator[BrowserEnv]:
-    """A fresh episode (its own copy of the forum database), its page on the start page."""
-    env = BrowserEnv(browser)
-    try:
-        await env.reset(_task(template))
-        yield env
-    finally:
-        await env.close()
-
-
-def _db(env: BrowserEnv) -> sqlite3.Connection:
-    """The episode's own forum database."""
-    return get_arena(0).db(get_suite("arena").episode(env.context), "forum")
-
-
-def _url(path: str) -> str:
-    return get_arena(0).urls["forum"] + path
 
 
 def _post_path(db: sqlite3.Connection, pid: int) -> str:
@@ -67,7 +33,7 @@ async def _click(page: Any, selector: str) -> None:
 
 
 async def _submit(page: Any, forum: str, title: str, body: str) -> None:
-    await page.goto(_url("/submit"))
+    await page.goto(site_url("forum", "/submit"))
     if forum:
         await page.select_option("#forum", forum)
     await page.fill("#title", title)
@@ -86,7 +52,7 @@ def test_seed_data_is_deterministic_and_realistic():
     c = sqlite3.connect(":memory:")
     data.build(c, 1)
     assert list(c.iterdump()) != list(a.iterdump())
-    db = _pristine()
+    db = pristine("forum")
     count = lambda table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # noqa: E731
     assert count("users") == 40 and 15 <= count("forums") <= 25
     assert 300 <= count("posts") <= 450 and 900 <= count("comments") <= 1500
@@ -130,8 +96,8 @@ def test_template_instances_are_unambiguous():
 
 
 async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "forum")
         mine = db.execute("SELECT id FROM posts WHERE user_id = ? ORDER BY id LIMIT 1", (data.ME,)).fetchone()[0]
         cid = db.execute("SELECT id FROM comments WHERE parent_id IS NULL ORDER BY id LIMIT 1").fetchone()[0]
         post = _post_path(db, mine)
@@ -144,7 +110,7 @@ async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
                  "/search?q=coffee": "Search results for", "/search": "Enter words", "/submit": "Submit a new post",
                  "/submit?forum=books": "Submit a new post", "/profile": "Your profile"}
         for path, text in pages.items():
-            response = await page.goto(_url(path))
+            response = await page.goto(site_url("forum", path))
             assert response.status == 200, path
             assert text in await page.inner_text("main"), path
         assert await page.locator("link[href^='http']").count() == 0  # every asset is local
@@ -153,13 +119,13 @@ async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
         for path, status in {"/no/such/page": 404, "/f/nope": 404, "/user/nobody_here": 404, "/f/books/999999": 404,
                              f"/f/{wrong_forum}/{mine}": 404, "/f/books/hottest": 404, "/comment/999999/reply": 404,
                              _post_path(db, others) + "/edit": 403, _post_path(db, others) + "/delete": 403}.items():
-            response = await page.goto(_url(path))
+            response = await page.goto(site_url("forum", path))
             assert response.status == status, path
 
 
 async def test_forms_reject_bad_input_with_messages(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "forum")
         n_posts = db.execute("SELECT COUNT(*) FROM posts").fetchone()[0]
         await _submit(page, "", "   ", "A body without a title")
         main = await page.inner_text("main")
@@ -170,13 +136,13 @@ async def test_forms_reject_bad_input_with_messages(browser):
         assert db.execute("SELECT COUNT(*) FROM posts").fetchone()[0] == n_posts
         pid = db.execute("SELECT id FROM posts ORDER BY id LIMIT 1").fetchone()[0]
         n_comments = db.execute("SELECT COUNT(*) FROM comments").fetchone()[0]
-        await page.goto(_url(_post_path(db, pid)))
+        await page.goto(site_url("forum", _post_path(db, pid)))
         async with page.expect_response(lambda r: r.request.method == "POST") as info:
             await _click(page, "button:has-text('Post comment')")
         assert (await info.value).status == 400
         assert "Comment is required." in await page.inner_text("#comment-form")
         assert db.execute("SELECT COUNT(*) FROM comments").fetchone()[0] == n_comments
-        await page.goto(_url("/profile"))
+        await page.goto(site_url("forum", "/profile"))
         await page.fill("#biography", "b" * 301)
         await _click(page, "button:has-text('Save profile')")
         assert "Biography must be at most 300 characters." in await page.inner_text("main")
@@ -184,8 +150,8 @@ async def test_forms_reject_bad_input_with_messages(browser):
 
 
 async def test_hostile_text_round_trips_escaped(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "forum")
         dialogs: list[str] = []
         page.on("dialog", lambda d: dialogs.append(d.message))
         await _submit(page, "books", HOSTILE, HOSTILE + "\nsecond line")
@@ -196,23 +162,23 @@ async def test_hostile_text_round_trips_escaped(browser):
         assert HOSTILE in await page.locator("#comments .comment-body").all_inner_texts()
         row = db.execute("SELECT id, body FROM posts WHERE title = ?", (HOSTILE,)).fetchone()
         assert row["body"] == HOSTILE + "\nsecond line"
-        await page.goto(_url("/search?q=" + quote(HOSTILE)))
+        await page.goto(site_url("forum", "/search?q=" + quote(HOSTILE)))
         assert HOSTILE in await page.inner_text("h1")
         assert await page.locator(".post-title").all_inner_texts() == [HOSTILE]
-        await page.goto(_url("/search?q=" + quote("%_")))  # LIKE wildcards are literal
+        await page.goto(site_url("forum", "/search?q=" + quote("%_")))  # LIKE wildcards are literal
         assert "0 posts found" in await page.inner_text("main")
-        await page.goto(_url(f"/user/{ME}"))
+        await page.goto(site_url("forum", f"/user/{ME}"))
         assert HOSTILE in await page.locator(".post-title").all_inner_texts()
         assert not dialogs
         assert db.execute("SELECT COUNT(*) FROM posts").fetchone()[0] > 300  # nothing was dropped
 
 
 async def test_pagination_and_sorting(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "forum")
         forum, n = db.execute("SELECT f.name, COUNT(*) AS n FROM posts p JOIN forums f ON f.id = p.forum_id"
                               " GROUP BY f.id HAVING n > 10 ORDER BY n DESC LIMIT 1").fetchone()
-        await page.goto(_url(f"/f/{forum}/new"))
+        await page.goto(site_url("forum", f"/f/{forum}/new"))
         first = await page.locator(".posts .post-title").all_inner_texts()
         await _click(page, "a:has-text('Next')")
         assert "page=2" in page.url and "/new" in page.url
@@ -221,13 +187,13 @@ async def test_pagination_and_sorting(browser):
         newest = [r[0] for r in db.execute("SELECT p.title FROM posts p JOIN forums f ON f.id = p.forum_id WHERE f.name = ?"
                                            " ORDER BY p.created DESC, p.id DESC LIMIT 20", (forum,))]
         assert first + second == newest[: len(first) + len(second)]
-        await page.goto(_url(f"/f/{forum}/top"))
+        await page.goto(site_url("forum", f"/f/{forum}/top"))
         scores = [int(s) for s in await page.locator(".posts .score").all_inner_texts()]
         assert scores == sorted(scores, reverse=True) and len(scores) == 10
-        await page.goto(_url("/forums?sort=subscribers"))
+        await page.goto(site_url("forum", "/forums?sort=subscribers"))
         subs = [int(s) for s in await page.locator("table.forums tr td:nth-child(3)").all_inner_texts()]
         assert subs == sorted(subs, reverse=True) and len(subs) == db.execute("SELECT COUNT(*) FROM forums").fetchone()[0]
-        await page.goto(_url("/?page=999"))  # out of range pages clamp to the last page
+        await page.goto(site_url("forum", "/?page=999"))  # out of range pages clamp to the last page
         pages = -(-db.execute("SELECT COUNT(*) FROM posts").fetchone()[0] // 15)
         assert await page.inner_text(".pager span") == f"Page {pages} of {pages}"
         assert await page.locator(".pager a:has-text('Next')").count() == 0
@@ -237,12 +203,12 @@ async def test_pagination_and_sorting(browser):
 
 
 async def test_votes_toggle_and_replies_nest(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "forum")
         pid, score = db.execute("SELECT id, score FROM posts WHERE user_id != ? AND id NOT IN"
                                 " (SELECT post_id FROM post_votes WHERE user_id = ?) ORDER BY id LIMIT 1",
                                 (data.ME, data.ME)).fetchone()
-        await page.goto(_url(_post_path(db, pid)))
+        await page.goto(site_url("forum", _post_path(db, pid)))
         await _click(page, "button[aria-label='Upvote post']")
         assert await page.inner_text("#post-score") == str(score + 1)
         await _click(page, "button[aria-label='Remove upvote from post']")
@@ -263,21 +229,21 @@ async def test_votes_toggle_and_replies_nest(browser):
         reply = page.locator(f"#comment-{cid[0]} .comment[data-depth='1']", has_text="A nested reply")
         assert await reply.count() == 1
         # the vote form's "next" only redirects within the site
-        response = await page.request.post(_url(f"{_post_path(db, pid)}/vote"), form={"direction": "down", "next": "//example.com/"},
+        response = await page.request.post(site_url("forum", f"{_post_path(db, pid)}/vote"), form={"direction": "down", "next": "//example.com/"},
                                            max_redirects=0)
         assert response.status == 302 and response.headers["location"].startswith("/f/")
 
 
 async def test_subscriptions_and_deleting_a_post(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "forum")
         name = db.execute("SELECT name FROM forums WHERE id NOT IN (SELECT forum_id FROM subscriptions"
                           " WHERE user_id = ?) ORDER BY name LIMIT 1", (data.ME,)).fetchone()[0]
-        await page.goto(_url(f"/f/{name}"))
+        await page.goto(site_url("forum", f"/f/{name}"))
         before = int((await page.inner_text("#subscriber-count")).split()[0])
         await _click(page, "button:has-text('Subscribe')")
         assert await page.inner_text("#subscriber-count") == f"{before + 1} subscribers"
-        await page.goto(_url("/subscriptions"))
+        await page.goto(site_url("forum", "/subscriptions"))
         assert f"f/{name}" in await page.locator("#subscriptions .forum-link").all_inner_texts()
         await _click(page, f"button[aria-label='Unsubscribe from f/{name}']")
         assert f"f/{name}" not in await page.locator("#subscriptions .forum-link").all_inner_texts()
@@ -285,21 +251,20 @@ async def test_subscriptions_and_deleting_a_post(browser):
         pid = db.execute("SELECT p.id FROM posts p WHERE user_id = ? AND EXISTS (SELECT 1 FROM comments c"
                          " WHERE c.post_id = p.id) ORDER BY id LIMIT 1", (data.ME,)).fetchone()[0]
         path = _post_path(db, pid)
-        await page.goto(_url(path))
+        await page.goto(site_url("forum", path))
         await _click(page, "a:has-text('Delete')")
         await _click(page, "button:has-text('Delete post')")
         assert "Your post was deleted." in await page.inner_text(".flash")
-        assert (await page.goto(_url(path))).status == 404
+        assert (await page.goto(site_url("forum", path))).status == 404
         assert db.execute("SELECT COUNT(*) FROM comments WHERE post_id = ?", (pid,)).fetchone()[0] == 0
-        assert _pristine().execute("SELECT COUNT(*) FROM posts WHERE id = ?", (pid,)).fetchone()[0] == 1
+        assert pristine("forum").execute("SELECT COUNT(*) FROM posts WHERE id = ?", (pid,)).fetchone()[0] == 1
 
 
 # ---------------------------------------------------------------- templates: the expert succeeds
 
 
 async def test_expert_solves_one_instance_of_every_template(browser):
-    tasks = [_task(t) for t in TEMPLATE_IDS]
-    result = await run_episodes(ArenaExpert(), tasks, episodes=1, concurrency=3, browser=browser)
+    tasks, result = await run_expert(browser, TEMPLATE_IDS)
     rewards = {t.task_id.split("/")[1]: t.reward for t in result.trajectories}
     assert rewards == {t: 1.0 for t in TEMPLATE_IDS}, [
         (t.task_id, t.verdict) for t in result.trajectories if t.reward != 1.0]
@@ -309,24 +274,6 @@ async def test_expert_solves_one_instance_of_every_template(browser):
 
 
 # ---------------------------------------------------------------- templates: plausible failures score 0
-
-
-async def _reward_after(browser: Any, template: str, act) -> float:
-    """Reset a task of `template`, do `act(page, params, db)` by hand, exit with its message."""
-    task = _task(template)
-    env = BrowserEnv(browser)
-    try:
-        await env.reset(task)
-        msg = await act(env.page, task.meta["params"], _db(env))
-        step = await env.step(Action("exit", argument=msg if msg is not None else "done").to_text())
-        assert step.done
-        return step.reward
-    finally:
-        await env.close()
-
-
-async def _nothing(page, p, db):
-    return None
 
 
 async def _one_comment_off(page, p, db):
@@ -344,11 +291,11 @@ async def _all_three_forums(page, p, db):
 
 
 async def _my_own_user_page(page, p, db):
-    await page.goto(_url(f"/user/{ME}"))
+    await page.goto(site_url("forum", f"/user/{ME}"))
 
 
 async def _other_sort(page, p, db):
-    await page.goto(_url(f"/f/{p['forum']}/{'top' if p['sort'] == 'new' else 'new'}"))
+    await page.goto(site_url("forum", f"/f/{p['forum']}/{'top' if p['sort'] == 'new' else 'new'}"))
 
 
 async def _post_in_another_forum(page, p, db):
@@ -356,20 +303,20 @@ async def _post_in_another_forum(page, p, db):
 
 
 async def _vote_the_other_way(page, p, db):
-    await page.goto(_url(_post_path(db, p["post_id"])))
+    await page.goto(site_url("forum", _post_path(db, p["post_id"])))
     await _click(page, "button[aria-label='Downvote post']" if p["verb"] == "Upvote" else "button[aria-label='Upvote post']")
 
 
 async def _toggle_another_forum(page, p, db):
-    await page.goto(_url("/f/books" if p["forum"] != "books" else "/f/movies"))
+    await page.goto(site_url("forum", "/f/books" if p["forum"] != "books" else "/f/movies"))
     await _click(page, "form button[name='action']")
 
 
 async def _reply_to_a_comment(page, p, db):
-    await page.goto(_url(_post_path(db, p["post_id"])))
+    await page.goto(site_url("forum", _post_path(db, p["post_id"])))
     link = page.locator("#comments a:has-text('Reply')").first
     if await link.count() == 0:  # no comment to answer: comment on another post instead
-        await page.goto(_url(_post_path(db, p["post_id"] % 300 + 1)))
+        await page.goto(site_url("forum", _post_path(db, p["post_id"] % 300 + 1)))
         await page.fill("#comment", p["text"])
         await _click(page, "button:has-text('Post comment')")
         return
@@ -379,7 +326,7 @@ async def _reply_to_a_comment(page, p, db):
 
 
 async def _append_to_the_body(page, p, db):
-    await page.goto(_url(_post_path(db, p["post_id"]) + "/edit"))
+    await page.goto(site_url("forum", _post_path(db, p["post_id"]) + "/edit"))
     await page.fill("#body", (await page.input_value("#body")) + " " + p["text"])
     await _click(page, "button:has-text('Save changes')")
 
@@ -405,9 +352,9 @@ def test_every_template_has_a_negative_case():
 
 @pytest.mark.parametrize("template", TEMPLATE_IDS)
 async def test_plausible_failure_scores_zero(browser, template):
-    assert await _reward_after(browser, template, NEGATIVES[template]) == 0.0
+    assert await reward_after(browser, template, NEGATIVES[template], "forum") == 0.0
 
 
 @pytest.mark.parametrize("template", CONTENT)
 async def test_doing_nothing_scores_zero(browser, template):
-    assert await _reward_after(browser, template, _nothing) == 0.0
+    assert await reward_after(browser, template, do_nothing, "forum") == 0.0

@@ -5,61 +5,28 @@ plausible failure that must score 0."""
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 
-from webr1_kit.browser import BrowserEnv
-from webr1_kit.rollout import run_episodes
-from webr1_kit.sites import get_arena
 from webr1_kit.sites.shop import data
-from webr1_kit.tasks import get_suite
-from webr1_kit.tasks.arena import ArenaExpert, tasks as arena_tasks
 from webr1_kit.tasks.arena_templates import shop as shop_templates
 
-HOSTILE = "<script>alert(1)</script>'; DROP TABLE x;-- ✓ 日本語"
+from arena_helpers import HOSTILE, do_nothing, episode, episode_db, pristine, reward_after, run_expert, site_url
+
 TEMPLATE_IDS = [t.id for t in shop_templates.TEMPLATES]
-
-
-def _pristine() -> sqlite3.Connection:
-    return get_arena(0).store.pristine["store"]
-
-
-def _task(template: str) -> Any:
-    """The first test-split task of a template (every template has some)."""
-    return next(t for t in arena_tasks("test") if t.template == template)
-
-
-@contextlib.asynccontextmanager
-async def _episode(browser: Any, template: str = "shop.product_price") -> AsyncIterator[BrowserEnv]:
-    """A fresh episode of a task of `template`, its page on the task's start page."""
-    env = BrowserEnv(browser)
-    try:
-        await env.reset(_task(template))
-        yield env
-    finally:
-        await env.close()
-
-
-def _db(env: BrowserEnv) -> sqlite3.Connection:
-    """The episode's own store database."""
-    return get_arena(0).db(get_suite("arena").episode(env.context), "store")
-
-
-def _url(path: str) -> str:
-    return get_arena(0).urls["shop"] + path
+START = "shop.product_price"  # the template of the episodes the page tests run in
 
 
 async def _add_to_cart(page: Any, pid: int, qty: int) -> None:
-    await page.goto(_url(f"/product/{pid}"))
+    await page.goto(site_url("shop", f"/product/{pid}"))
     await page.fill("#qty", str(qty))
     await page.click("button:has-text('Add to Cart')")
 
 
 async def _checkout(page: Any, street: str, city: str, state: str, zip_code: str, payment: str) -> None:
-    await page.goto(_url("/checkout"))
+    await page.goto(site_url("shop", "/checkout"))
     await page.fill("#street", street)
     await page.fill("#city", city)
     await page.select_option("#state", state)
@@ -76,7 +43,7 @@ def test_seed_data_is_deterministic_and_realistic():
     data.build(a, 0)
     data.build(b, 0)
     assert list(a.iterdump()) == list(b.iterdump())
-    db = _pristine()
+    db = pristine("store")
     counts = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
               for t in ("products", "customers", "reviews", "orders", "order_items")}
     assert counts["products"] > 250 and counts["customers"] >= 150 and counts["reviews"] > 500 and counts["orders"] > 300
@@ -97,9 +64,9 @@ def test_seed_data_is_deterministic_and_realistic():
 
 
 async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
-    async with _episode(browser) as env:
+    async with episode(browser, START) as env:
         page = env.page
-        pid = _db(env).execute("SELECT id FROM products WHERE stock > 5 ORDER BY id LIMIT 1").fetchone()[0]
+        pid = episode_db(env, "store").execute("SELECT id FROM products WHERE stock > 5 ORDER BY id LIMIT 1").fetchone()[0]
         await _add_to_cart(page, pid, 1)
         pages = {"/": "Welcome to One Stop Market", "/category/sports-outdoors": "Sports & Outdoors",
                  "/category/camping?sort=price_asc&page=2": "Camping", "/search?q=tent": "Search results for",
@@ -107,19 +74,19 @@ async def test_every_page_type_loads_and_unknown_routes_are_404(browser):
                  "/account": "My Account", "/account/edit": "Edit Account Information", "/account/orders": "My Orders",
                  "/account/orders/1": "Order #", "/account/wishlist": "My Wish List"}
         for path, heading in pages.items():
-            response = await page.goto(_url(path))
+            response = await page.goto(site_url("shop", path))
             assert response.status == 200, path
             assert heading in await page.inner_text("main"), path
-        other = _pristine().execute("SELECT id FROM orders WHERE customer_id != 1 LIMIT 1").fetchone()[0]
+        other = pristine("store").execute("SELECT id FROM orders WHERE customer_id != 1 LIMIT 1").fetchone()[0]
         for path in ("/no/such/page", "/product/999999", "/category/nope", f"/account/orders/{other}",
                      "/checkout/success/999999"):
-            response = await page.goto(_url(path))
+            response = await page.goto(site_url("shop", path))
             assert response.status == 404, path
 
 
 async def test_checkout_places_the_order_empties_the_cart_and_takes_stock(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "store")
         pid, stock = db.execute("SELECT id, stock FROM products WHERE stock > 5 ORDER BY id LIMIT 1").fetchone()
         await _add_to_cart(page, pid, 2)
         await _checkout(page, "1 Test Way", "Boston", "MA", "02134", "PayPal")
@@ -132,33 +99,33 @@ async def test_checkout_places_the_order_empties_the_cart_and_takes_stock(browse
         await page.click("#order-number")
         assert await page.inner_text("#order-total") == data.money(row["total_cents"])
         assert "1 Test Way" in await page.inner_text("#shipping-address")
-        await page.goto(_url("/account/orders"))  # the newest order comes first in the history
+        await page.goto(site_url("shop", "/account/orders"))  # the newest order comes first in the history
         assert await page.inner_text("#my-orders tr:nth-child(2) td:first-child") == number
 
 
 async def test_wish_list_saves_moves_and_removes_products(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "store")
         saved = db.execute("SELECT COUNT(*) FROM wishlist_items WHERE customer_id = 1").fetchone()[0]
         pid, name = db.execute("SELECT id, name FROM products WHERE stock > 5 AND id NOT IN"
                                " (SELECT product_id FROM wishlist_items WHERE customer_id = 1) LIMIT 1").fetchone()
-        await page.goto(_url(f"/product/{pid}"))
+        await page.goto(site_url("shop", f"/product/{pid}"))
         await page.click("button:has-text('Add to Wish List')")
         assert page.url.endswith("/account/wishlist")
         assert await page.locator("#wishlist tr[data-product]").count() == saved + 1
         await page.click(f"#wishlist tr[data-product='{pid}'] button:has-text('Add to Cart')")
         assert db.execute("SELECT qty FROM cart_items WHERE customer_id = 1 AND product_id = ?", (pid,)).fetchone()[0] == 1
-        await page.goto(_url("/account/wishlist"))
+        await page.goto(site_url("shop", "/account/wishlist"))
         await page.click(f"#wishlist tr[data-product='{pid}'] button:has-text('Remove')")
         assert "removed from your Wish List" in await page.inner_text(".flash")
         assert name not in await page.inner_text("main")
-        assert (await page.request.post(_url("/wishlist/add/999999"))).status == 404
+        assert (await page.request.post(site_url("shop", "/wishlist/add/999999"))).status == 404
 
 
 async def test_forms_reject_bad_input_with_messages(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
-        await page.goto(_url("/account/edit"))
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "store")
+        await page.goto(site_url("shop", "/account/edit"))
         await page.fill("#zip", "12ab")
         await page.fill("#city", "")
         await page.click("button:has-text('Save')")
@@ -167,14 +134,14 @@ async def test_forms_reject_bad_input_with_messages(browser):
         assert db.execute("SELECT zip FROM customers WHERE id = 1").fetchone()[0] != "12ab"
         # checkout without a payment method places no order and keeps the cart
         await _add_to_cart(page, db.execute("SELECT id FROM products WHERE stock > 5 LIMIT 1").fetchone()[0], 1)
-        await page.goto(_url("/checkout"))
+        await page.goto(site_url("shop", "/checkout"))
         await page.click("button:has-text('Place Order')")
         assert "Choose a valid payment method." in await page.inner_text("main")
-        assert db.execute("SELECT COUNT(*) FROM orders").fetchone()[0] == _pristine().execute(
+        assert db.execute("SELECT COUNT(*) FROM orders").fetchone()[0] == pristine("store").execute(
             "SELECT COUNT(*) FROM orders").fetchone()[0]
         assert db.execute("SELECT COUNT(*) FROM cart_items").fetchone()[0] == 1
         # a review without a rating is refused
-        await page.goto(_url("/product/2"))
+        await page.goto(site_url("shop", "/product/2"))
         await page.fill("#title", "Nice")
         await page.fill("#body", "Nice product")
         await page.click("button:has-text('Submit Review')")
@@ -182,31 +149,31 @@ async def test_forms_reject_bad_input_with_messages(browser):
 
 
 async def test_hostile_text_round_trips_escaped(browser):
-    async with _episode(browser) as env:
-        page, db = env.page, _db(env)
+    async with episode(browser, START) as env:
+        page, db = env.page, episode_db(env, "store")
         dialogs: list[str] = []
         page.on("dialog", lambda d: dialogs.append(d.message))
-        await page.goto(_url("/account/edit"))
+        await page.goto(site_url("shop", "/account/edit"))
         await page.fill("#street", HOSTILE)
         await page.fill("#city", "Zürich")
         await page.click("button:has-text('Save')")
         assert db.execute("SELECT street FROM customers WHERE id = 1").fetchone()[0] == HOSTILE
         assert HOSTILE in await page.inner_text("#default-address")
-        await page.goto(_url("/search?q=" + "%3Cscript%3E%27%25_"))
+        await page.goto(site_url("shop", "/search?q=" + "%3Cscript%3E%27%25_"))
         assert "<script>'%_" in await page.inner_text("h1")
         assert not dialogs
 
 
 async def test_pagination_and_sorting(browser):
-    async with _episode(browser) as env:
+    async with episode(browser, START) as env:
         page = env.page
-        await page.goto(_url("/account/orders"))
+        await page.goto(site_url("shop", "/account/orders"))
         first = await page.locator("#my-orders a[aria-label^='View Order']").count()
         await page.click("a:has-text('Next')")
         assert "page=2" in page.url
         second = await page.locator("#my-orders a[aria-label^='View Order']").count()
         assert (first, second) == (10, data.SHOP_CUSTOMER_ORDERS - 10)
-        await page.goto(_url("/category/electronics?sort=price_asc"))
+        await page.goto(site_url("shop", "/category/electronics?sort=price_asc"))
         prices = [float(p.strip("$").replace(",", "")) for p in await page.locator(".products .price").all_inner_texts()]
         assert prices == sorted(prices) and len(prices) == 12
         await page.click("a:has-text('Next')")
@@ -218,32 +185,13 @@ async def test_pagination_and_sorting(browser):
 
 
 async def test_expert_solves_one_instance_of_every_template(browser):
-    tasks = [_task(t) for t in TEMPLATE_IDS]
-    result = await run_episodes(ArenaExpert(), tasks, episodes=1, concurrency=3, browser=browser)
+    _, result = await run_expert(browser, TEMPLATE_IDS)
     rewards = {t.task_id.split("/")[1]: t.reward for t in result.trajectories}
     assert rewards == {t: 1.0 for t in TEMPLATE_IDS}, [
         (t.task_id, t.verdict) for t in result.trajectories if t.reward != 1.0]
 
 
 # ---------------------------------------------------------------- templates: plausible failures score 0
-
-
-async def _reward_after(browser: Any, template: str, act, message: str = "done") -> float:
-    """Reset a task of `template`, do `act(page, params, db)` by hand, exit with `message`."""
-    task = _task(template)
-    env = BrowserEnv(browser)
-    try:
-        await env.reset(task)
-        msg = await act(env.page, task.meta["params"], _db(env))
-        step = await env.step(f'exit(message="{msg if msg is not None else message}")')
-        assert step.done
-        return step.reward
-    finally:
-        await env.close()
-
-
-async def _nothing(page, p, db):
-    return None
 
 
 async def _wrong_price(page, p, db):
@@ -253,7 +201,7 @@ async def _wrong_price(page, p, db):
 
 
 async def _other_product_page(page, p, db):
-    await page.goto(_url(f"/product/{p['product_id'] % 250 + 1}"))
+    await page.goto(site_url("shop", f"/product/{p['product_id'] % 250 + 1}"))
 
 
 async def _one_too_many(page, p, db):
@@ -279,11 +227,11 @@ async def _oldest_order_date(page, p, db):
 
 
 async def _unsorted_category(page, p, db):
-    await page.goto(_url(f"/category/{p['slug']}?sort=name"))
+    await page.goto(site_url("shop", f"/category/{p['slug']}?sort=name"))
 
 
 async def _address_without_zip(page, p, db):
-    await page.goto(_url("/account/edit"))
+    await page.goto(site_url("shop", "/account/edit"))
     await page.fill("#street", p["street"])
     await page.fill("#city", p["city"])
     await page.select_option("#state", p["state"])
@@ -316,9 +264,9 @@ def test_every_template_has_a_negative_case():
 
 @pytest.mark.parametrize("template", TEMPLATE_IDS)
 async def test_plausible_failure_scores_zero(browser, template):
-    assert await _reward_after(browser, template, NEGATIVES[template]) == 0.0
+    assert await reward_after(browser, template, NEGATIVES[template], "store") == 0.0
 
 
 @pytest.mark.parametrize("template", ["shop.add_to_cart", "shop.change_address", "shop.buy", "shop.open_product"])
 async def test_doing_nothing_scores_zero(browser, template):
-    assert await _reward_after(browser, template, _nothing) == 0.0
+    assert await reward_after(browser, template, do_nothing, "store") == 0.0
