@@ -37,6 +37,19 @@ _EXPORTS = {
     "run_episode": "rollout",
     "run_episodes": "rollout",
     "MiniWoBExpert": "experts",
+    "Expert": "experts",
+    "RandomPolicy": "baselines",
+    "LoRA": "config",
+    "PolicyConfig": "config",
+    "PromptConfig": "config",
+    "SamplingConfig": "config",
+    "SFTConfig": "config",
+    "GRPOConfig": "config",
+    "load_policy": "policy",
+    "LLMPolicy": "policy",
+    "TrajectoryGroup": "trajectory",
+    "train_sft": "sft",
+    "train_grpo": "grpo",
 }
 
 __all__ = sorted(_EXPORTS)

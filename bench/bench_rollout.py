@@ -1,0 +1,143 @@
+"""Rollout benchmark with the embedded model (SmolLM2-135M-Instruct) on the CPU.
+
+    .venv/bin/python bench/bench_rollout.py [--tasks 8] [--turns 3] [--new-tokens 48]
+
+Measures, in one run:
+1. generator throughput (new tokens/s) at batch sizes 1, 4 and 16 on a real arena prompt;
+2. prompt tokens per turn with and without context compression, on expert trajectories;
+3. trajectories per minute on arena tasks: the kit's async rollouts with batched
+   generation against a naive loop (one episode at a time, one generate call per step),
+   same tasks, same seed, same model, same limits.
+
+Writes bench/results/bench_rollout.json. A benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+
+def generator_throughput(policy, prompt_ids: list[int], new_tokens: int) -> dict[int, float]:
+    """New tokens per second at several batch sizes (stop strings and end tokens off)."""
+    gen = policy.generator
+    gen.stop, ends = (), gen.end_ids
+    gen.end_ids = set()
+    gen.cfg = replace(gen.cfg, max_new_tokens=new_tokens, temperature=1.0)
+    out = {}
+    try:
+        gen.generate_batch([prompt_ids], [0])  # warm-up
+        for bs in (1, 4, 16):
+            t0 = time.perf_counter()
+            res = gen.generate_batch([prompt_ids] * bs, list(range(bs)))
+            dt = time.perf_counter() - t0
+            out[bs] = {"seconds": round(dt, 2), "new_tokens_per_s": round(sum(len(r.ids) for r in res) / dt, 2)}
+    finally:
+        gen.stop, gen.end_ids = ("</answer>",), ends
+    return out
+
+
+def prompt_tokens(policy, trajectories) -> dict[str, float]:
+    from webr1_kit.config import PromptConfig
+    from webr1_kit.observation import Observation
+    from webr1_kit.prompt import build_prompt
+
+    sizes = {"compressed": [], "full": []}
+    big = PromptConfig(max_prompt_tokens=10**6)
+    for traj in trajectories:
+        for j, turn in enumerate(traj.turns):
+            obs = Observation.from_dict(turn.observation)
+            for key, compress in (("compressed", True), ("full", False)):
+                p = build_prompt(policy.tokenizer, traj.intent, traj.turns[:j], obs, replace(big, compress=compress))
+                sizes[key].append((j + 1, len(p.ids)))
+    out = {}
+    for key, rows in sizes.items():
+        by_turn: dict[int, list[int]] = {}
+        for turn, n in rows:
+            by_turn.setdefault(turn, []).append(n)
+        out[key] = {"mean": round(statistics.mean(n for _, n in rows)),
+                    "by_turn": {t: round(statistics.mean(v)) for t, v in sorted(by_turn.items()) if t <= 8}}
+    return out
+
+
+async def trajectories_per_minute(policy, tasks, turns: int, concurrency: int, seed: int) -> dict[str, float]:
+    from webr1_kit.browser import Browser, BrowserEnv
+    from webr1_kit.rollout import episode_seeds, run_episode, run_episodes
+
+    async with Browser() as browser:
+        # naive: one episode at a time, one generate call per step
+        gen = policy.generator
+        wait, batch = gen.batch_wait_ms, gen.cfg.max_batch
+        gen.batch_wait_ms, gen.cfg = 0.0, replace(gen.cfg, max_batch=1)
+        env = BrowserEnv(browser)
+        t0 = time.perf_counter()
+        naive = []
+        for job in episode_seeds(tasks, 1, seed):
+            naive.append(await run_episode(env, job.task, policy, job.seed, turns, sample_seed=job.sample_seed))
+        naive_s = time.perf_counter() - t0
+        await env.close()
+        # the kit: concurrent episodes, batched generation
+        gen.batch_wait_ms, gen.cfg = wait, replace(gen.cfg, max_batch=batch)
+        t0 = time.perf_counter()
+        res = await run_episodes(policy, tasks, concurrency=concurrency, max_turns=turns, seed=seed, browser=browser)
+        async_s = time.perf_counter() - t0
+    turns_naive = sum(len(t.turns) for t in naive)
+    turns_async = sum(len(t.turns) for t in res.trajectories)
+    return {
+        "tasks": len(tasks), "max_turns": turns, "concurrency": concurrency,
+        "naive": {"seconds": round(naive_s, 1), "turns": turns_naive, "trajectories_per_min": round(60 * len(naive) / naive_s, 2)},
+        "async_batched": {"seconds": round(async_s, 1), "turns": turns_async,
+                          "trajectories_per_min": round(60 * len(res.trajectories) / async_s, 2)},
+        "speedup": round(naive_s / async_s, 2),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", type=int, default=8, help="arena test tasks for the trajectories/min race (default 8)")
+    ap.add_argument("--turns", type=int, default=3, help="turn limit per episode in the race (default 3)")
+    ap.add_argument("--new-tokens", type=int, default=48, help="response length, tokens (default 48)")
+    ap.add_argument("--concurrency", type=int, default=8, help="episodes at once for the kit (default 8)")
+    args = ap.parse_args()
+
+    from webr1_kit.config import PromptConfig, SamplingConfig
+    from webr1_kit.experts import Expert
+    from webr1_kit.policy import load_policy
+    from webr1_kit.prompt import build_prompt
+    from webr1_kit.rollout import run_episodes
+    from webr1_kit.tasks.arena import tasks as arena_tasks
+
+    t0 = time.perf_counter()
+    policy = load_policy("embedded", lora=None, prompt=PromptConfig(max_prompt_tokens=1536),
+                         sampling=SamplingConfig(temperature=1.0, max_new_tokens=args.new_tokens, max_batch=16))
+    load_s = time.perf_counter() - t0
+    test = arena_tasks("test")
+    sample = test[:: max(1, len(test) // args.tasks)][: args.tasks]
+    demos = asyncio.run(run_episodes(Expert(), test[::10], max_turns=30)).trajectories
+    first = demos[0]
+    from webr1_kit.observation import Observation
+
+    prompt = build_prompt(policy.tokenizer, first.intent, [], Observation.from_dict(first.turns[0].observation),
+                          PromptConfig(max_prompt_tokens=1024)).ids
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "model": "SmolLM2-135M-Instruct (embedded), float32, CPU",
+        "model_load_s": round(load_s, 1),
+        "generator": {"prompt_tokens": len(prompt), "new_tokens": args.new_tokens,
+                      "by_batch": generator_throughput(policy, prompt, args.new_tokens)},
+        "prompt_tokens_per_turn": prompt_tokens(policy, demos),
+        "rollouts": asyncio.run(trajectories_per_minute(policy, sample, args.turns, args.concurrency, seed=0)),
+    }
+    out = Path(__file__).parent / "results" / "bench_rollout.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
