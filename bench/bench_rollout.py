@@ -5,9 +5,10 @@
 Measures, in one run:
 1. generator throughput (new tokens/s) at batch sizes 1, 4 and 16 on a real arena prompt;
 2. prompt tokens per turn with and without context compression, on expert trajectories;
-3. trajectories per minute on arena tasks: the kit's async rollouts with batched
-   generation against a naive loop (one episode at a time, one generate call per step),
-   same tasks, same seed, same model, same limits.
+3. trajectories per minute on arena tasks: the kit's async rollouts (concurrent episodes,
+   one batching generator with a shared system-prompt cache) against a naive loop (one
+   episode at a time, one Hugging Face `model.generate` call per step), same tasks, same
+   prompts, same model, same limits.
 
 Writes bench/results/bench_rollout.json. A benchmark, not a test.
 """
@@ -65,24 +66,43 @@ def prompt_tokens(policy, trajectories) -> dict[str, float]:
     return out
 
 
+class NaivePolicy:
+    """The loop a user writes first: the same model and prompts, one `model.generate` per step."""
+
+    def __init__(self, policy):
+        self.policy = policy
+
+    async def act(self, task, intent, observation, history, seed=0):
+        import torch
+
+        from webr1_kit.prompt import build_prompt
+
+        p = self.policy
+        prompt = build_prompt(p.tokenizer, intent, history, observation, p.prompt)
+        torch.manual_seed(seed + len(history))
+        with torch.inference_mode():
+            out = p.model.generate(torch.tensor([prompt.ids]), attention_mask=torch.ones(1, len(prompt.ids), dtype=torch.long),
+                                   max_new_tokens=p.sampling.max_new_tokens, do_sample=True, temperature=1.0, top_p=1.0,
+                                   top_k=0, stop_strings=["</answer>"], tokenizer=p.tokenizer,
+                                   pad_token_id=p.tokenizer.pad_token_id)
+        return p.tokenizer.decode(out[0, len(prompt.ids):], skip_special_tokens=True)
+
+
 async def trajectories_per_minute(policy, tasks, turns: int, concurrency: int, seed: int) -> dict[str, float]:
     from webr1_kit.browser import Browser, BrowserEnv
     from webr1_kit.rollout import episode_seeds, run_episode, run_episodes
 
     async with Browser() as browser:
         # naive: one episode at a time, one generate call per step
-        gen = policy.generator
-        wait, batch = gen.batch_wait_ms, gen.cfg.max_batch
-        gen.batch_wait_ms, gen.cfg = 0.0, replace(gen.cfg, max_batch=1)
         env = BrowserEnv(browser)
+        naive_policy = NaivePolicy(policy)
         t0 = time.perf_counter()
         naive = []
         for job in episode_seeds(tasks, 1, seed):
-            naive.append(await run_episode(env, job.task, policy, job.seed, turns, sample_seed=job.sample_seed))
+            naive.append(await run_episode(env, job.task, naive_policy, job.seed, turns, sample_seed=job.sample_seed))
         naive_s = time.perf_counter() - t0
         await env.close()
         # the kit: concurrent episodes, batched generation
-        gen.batch_wait_ms, gen.cfg = wait, replace(gen.cfg, max_batch=batch)
         t0 = time.perf_counter()
         res = await run_episodes(policy, tasks, concurrency=concurrency, max_turns=turns, seed=seed, browser=browser)
         async_s = time.perf_counter() - t0

@@ -96,8 +96,11 @@ def test_cli_bad_input_names_the_problem(capsys, tmp_path):
     bad.write_text("env:\n  observaton: html\n")
     assert main(["eval", "--tasks", "click-button", "--config", str(bad), "--quiet"]) == 2
     assert "unknown key 'observaton'" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["eval", "--policy", "gpt-7", "--tasks", "click-button", "--quiet"])
+    # A path that does not exist fails before any Hub lookup (no network retries in tests).
+    assert main(["eval", "--policy", "./no-such-model", "--tasks", "click-button", "--quiet"]) == 2
+    assert "model path ./no-such-model does not exist" in capsys.readouterr().err
+    assert main(["eval", "--policy", str(tmp_path), "--tasks", "click-button", "--quiet"]) == 2
+    assert "is not a model directory" in capsys.readouterr().err
 
 
 def test_cli_help_for_every_subcommand():

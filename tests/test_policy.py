@@ -67,6 +67,25 @@ def test_batched_greedy_equals_unbatched_and_logprobs_match_a_forward_pass(tiny,
         assert max(abs(x - y) for x, y in zip(ref, b.logprobs)) < 1e-4
 
 
+def test_shared_and_static_prefixes_give_the_same_tokens_and_logprobs(tiny, tokenizer):
+    system = tokenizer.encode("You are a web agent. " * 12)
+    prompts = [system + tokenizer.encode(f"Task {k}: buy item {k} " + "now " * k) for k in range(4)]
+    plain = Generator(tiny, tokenizer, SamplingConfig(temperature=0, max_new_tokens=6))
+    cached = Generator(tiny, tokenizer, SamplingConfig(temperature=0, max_new_tokens=6))
+    cached.set_static_prefix(system)
+    for _ in range(2):  # the second batch reuses the stored system-prompt cache
+        outs = cached.generate_batch(prompts, [0, 1, 2, 3])
+        for prompt, out in zip(prompts, outs):
+            ids = torch.tensor([prompt + out.ids])
+            with torch.no_grad():
+                lp = torch.log_softmax(tiny(ids).logits.float(), -1)[0]
+            ref = [lp[len(prompt) - 1 + i, t].item() for i, t in enumerate(out.ids)]
+            assert max(abs(x - y) for x, y in zip(ref, out.logprobs)) < 1e-4
+    assert [o.ids for o in outs] == [o.ids for o in plain.generate_batch(prompts, [0, 1, 2, 3])]
+    group = plain.generate_batch([prompts[1]] * 3, [5, 5, 5])  # a GRPO group: one prompt, one prefill
+    assert group[0].ids == group[1].ids == group[2].ids
+
+
 def test_a_sample_depends_on_its_seed_not_on_its_batch(tiny, tokenizer):
     gen = Generator(tiny, tokenizer, SamplingConfig(temperature=1.0, max_new_tokens=8))
     p = tokenizer.encode("Sample me")
@@ -182,7 +201,12 @@ def test_missing_models_and_offline_hub_ids_say_what_to_do(tmp_path, monkeypatch
     (tmp_path / "empty").mkdir()
     with pytest.raises(PolicyLoadError, match="no config.json"):
         load_policy(str(tmp_path / "empty"))
+    # Offline mode as a user without network sets it (the constant is read at import, so
+    # patch it too): the Hub is never contacted, and the error says what to do instead.
+    import huggingface_hub.constants
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(PolicyLoadError, match="local path"):
         load_policy("someone/no-such-model-webr1")
 

@@ -248,3 +248,21 @@ def test_webr1_rl_runs_a_smoke_config_and_resumes(tokenizer, tmp_path, capsys):
     assert {p.name for p in out.iterdir()} >= {"config.json", "metrics.jsonl", "trajectories", "checkpoints", "adapter"}
     assert main(["rl", "--config", str(tmp_path / "rl.json"), "--out", str(out), "--quiet"]) == 2  # refuses to overwrite
     assert "--resume" in capsys.readouterr().err
+
+
+def test_generation_after_an_update_uses_the_new_weights(tokenizer):
+    """The generator caches the system prompt's KV; an update must not leave it stale."""
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model)
+    gen = policy.generator
+    prompt = list(gen._static) + tokenizer.encode("Round 1\n<button id=\"3\" data-text=\"Buy\">")
+    gen.cfg = SamplingConfig(temperature=0, max_new_tokens=4)
+    gen.generate_batch([prompt, prompt + [5]], [0, 1])  # fills the cache with the old weights
+    groups = [TrajectoryGroup("a", [rl_traj([1, 2, 3], [4, 5, 6], 1.0), rl_traj([1, 2, 3], [7, 8], 0.0)])]
+    update(policy, build_batch(groups, tokenizer, GRPOConfig()), GRPOConfig(lr=5e-2),
+           make_optimizer(policy.model, 5e-2, (0.9, 0.99)))
+    out = gen.generate_batch([prompt, prompt + [5]], [0, 1])[0]
+    with torch.no_grad():
+        lp = torch.log_softmax(policy.model(torch.tensor([prompt + out.ids])).logits.float(), -1)[0]
+    ref = [lp[len(prompt) - 1 + i, t].item() for i, t in enumerate(out.ids)]
+    assert max(abs(x - y) for x, y in zip(ref, out.logprobs)) < 1e-4

@@ -480,11 +480,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .browser import BrowserNotFound, InfraError
     from .config import ConfigError
+    from .policy import PolicyLoadError
     from .tasks.task import TaskSchemaError
 
     try:
         return args.func(args)
-    except (ConfigError, TaskSchemaError, BrowserNotFound, ValueError) as exc:
+    except (ConfigError, TaskSchemaError, BrowserNotFound, PolicyLoadError, ValueError) as exc:
         print(f"webr1: error: {exc}", file=sys.stderr)
         return 2
     except InfraError as exc:

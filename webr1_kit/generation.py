@@ -56,6 +56,8 @@ class Generator:
         self.batch_wait_ms = batch_wait_ms
         """How long the first pending request waits for others to join its batch."""
         self._pending: list[_Request] = []
+        self._static: tuple[int, ...] = ()
+        self._static_cache: Any = None
         self._worker: asyncio.Task | None = None
         self.stats = {"batches": 0, "requests": 0, "new_tokens": 0, "seconds": 0.0}
         ends = {tokenizer.eos_token_id}
@@ -109,52 +111,98 @@ class Generator:
 
     # ------------------------------------------------------------------ the decoding loop
 
+    def set_static_prefix(self, ids: Sequence[int]) -> None:
+        """Token ids that begin most prompts (the system prompt): their KV cache is computed
+        once and reused by every batch whose prompts all start with them."""
+        self._static = tuple(ids)
+        self._static_cache = None
+
+    def invalidate_cache(self) -> None:
+        """Forget the stored prefix cache. Call it whenever the weights change (an optimizer
+        step, a loaded adapter): the cache was computed with the old weights."""
+        self._static_cache = None
+
     def generate_batch(self, prompts: list[list[int]], seeds: list[int]) -> list[Completion]:
-        """Decode a batch synchronously (left padding, one KV cache, per-row seeded sampling)."""
+        """Decode a batch synchronously: shared prompt prefix computed once, the rest
+        left-padded, one KV cache, per-row seeded sampling, finished rows dropped."""
+        import copy
+
         import torch
 
         t0 = time.perf_counter()
         cfg, model = self.cfg, self.model
         device = next(model.parameters()).device
-        n, width = len(prompts), max(len(p) for p in prompts)
-        input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            input_ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
-            mask[i, width - len(p):] = 1
-        input_ids, mask = input_ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        n = len(prompts)
+        cache_kw = _cache_kwarg(model)
         gens = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
         finish = ["length"] * n
-        done = [False] * n
         was_training = model.training
-        cache_kw = _cache_kwarg(model)
         model.eval()
         try:
             with torch.inference_mode():
-                out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True)
-                past, logits = _cache_of(out), out.logits[:, -1, :]
+                # 1. The prefix every prompt shares (the system prompt; a whole GRPO group's
+                #    first prompt) is computed once, then repeated along the batch.
+                shared = _common_prefix(prompts)
+                cache, start = None, 0
+                static = getattr(self, "_static", ())
+                if static and shared >= len(static) and tuple(prompts[0][: len(static)]) == static:
+                    if self._static_cache is None:
+                        out = model(input_ids=torch.tensor([list(static)], device=device), use_cache=True)
+                        self._static_cache = _cache_of(out)
+                    cache, start = copy.deepcopy(self._static_cache), len(static)
+                if shared - start >= 16 or cache is not None:
+                    if shared > start:
+                        chunk = torch.tensor([prompts[0][start:shared]], device=device)
+                        pos = torch.arange(start, shared, device=device).unsqueeze(0)
+                        kw = {cache_kw: cache} if cache is not None else {}
+                        cache = _cache_of(model(input_ids=chunk, position_ids=pos, use_cache=True, **kw))
+                    if n > 1:
+                        cache.batch_repeat_interleave(n)
+                else:
+                    shared, cache = 0, None
+                # 2. The rest of each prompt, left-padded after the shared prefix (the pads
+                #    are masked out and the positions skip them, so each row sees exactly its prompt).
+                rest = [p[shared:] for p in prompts]
+                width = max(len(r) for r in rest)
+                input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+                rest_mask = torch.zeros((n, width), dtype=torch.long)
+                for i, r in enumerate(rest):
+                    input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+                    rest_mask[i, width - len(r):] = 1
+                mask = torch.cat([torch.ones((n, shared), dtype=torch.long), rest_mask], dim=1).to(device)
+                positions = (shared + rest_mask.cumsum(-1) - 1).clamp(min=0).to(device)
+                kw = {cache_kw: cache} if cache is not None else {}
+                out = model(input_ids=input_ids.to(device), attention_mask=mask, position_ids=positions,
+                            use_cache=True, **kw)
+                cache, logits = _cache_of(out), out.logits[:, -1, :]
+                positions = positions[:, -1:]
+                active = list(range(n))  # batch row k decodes request active[k]
                 for _ in range(cfg.max_new_tokens):
                     logp = torch.log_softmax(logits.float(), dim=-1)
-                    step = torch.full((n, 1), self.pad_id, dtype=torch.long)
-                    for i in range(n):
-                        if done[i]:
-                            continue
-                        tok = self._sample(logits[i].float(), gens[i])
+                    keep, step = [], []
+                    for k, i in enumerate(active):
+                        tok = self._sample(logits[k].float(), gens[i])
                         out_ids[i].append(tok)
-                        out_lp[i].append(float(logp[i, tok]))
-                        step[i, 0] = tok
+                        out_lp[i].append(float(logp[k, tok]))
                         if tok in self.end_ids or self._hit_stop(out_ids[i]):
-                            done[i], finish[i] = True, "stop"
-                    if all(done):
+                            finish[i] = "stop"
+                        else:
+                            keep.append(k)
+                            step.append(tok)
+                    if not keep:
                         break
-                    mask = torch.cat([mask, torch.ones((n, 1), dtype=torch.long, device=device)], dim=1)
-                    positions = positions[:, -1:] + 1
-                    out = model(input_ids=step.to(device), attention_mask=mask, position_ids=positions,
-                                use_cache=True, **{cache_kw: past})
-                    past, logits = _cache_of(out), out.logits[:, -1, :]
+                    if len(keep) < len(active):  # drop finished rows from the cache and the batch
+                        idx = torch.tensor(keep, device=device)
+                        cache.batch_select_indices(idx)
+                        mask, positions = mask[idx], positions[idx]
+                        active = [active[k] for k in keep]
+                    mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long, device=device)], dim=1)
+                    positions = positions + 1
+                    out = model(input_ids=torch.tensor(step, device=device).unsqueeze(1), attention_mask=mask,
+                                position_ids=positions, use_cache=True, **{cache_kw: cache})
+                    cache, logits = _cache_of(out), out.logits[:, -1, :]
         finally:
             model.train(was_training)
         results = [
@@ -185,6 +233,16 @@ class Generator:
             return False
         tail = self.tokenizer.decode(ids[-8:], skip_special_tokens=True)
         return any(s in tail for s in self.stop)
+
+
+def _common_prefix(prompts: list[list[int]]) -> int:
+    """Length of the prefix all prompts share, leaving every prompt at least one token of its own."""
+    limit = min(len(p) for p in prompts) - 1
+    first = prompts[0]
+    k = 0
+    while k < limit and all(p[k] == first[k] for p in prompts[1:]):
+        k += 1
+    return k
 
 
 def _cache_of(out: Any) -> Any:

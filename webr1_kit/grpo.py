@@ -172,6 +172,7 @@ def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any) -> dict[s
             ent_sum += float(ent.sum())
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         optimizer.step()
+        policy.generator.invalidate_cache()  # the weights changed
         stats.update(loss=loss_sum, kl=kl_sum / n_tok, entropy=ent_sum / n_tok, clip_frac=clip_sum / n_tok,
                      ratio=ratio_sum / n_tok, grad_norm=float(grad_norm))
     return stats

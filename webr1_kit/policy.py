@@ -187,6 +187,20 @@ class LLMPolicy:
         self.sampling = sampling or SamplingConfig()
         self.seed = seed
         self.generator = Generator(model, tokenizer, self.sampling)
+        self._share_system_prompt()
+
+    def _share_system_prompt(self) -> None:
+        """Every prompt starts with the system prompt: let the generator compute it once."""
+        from .prompt import system_prompt
+
+        try:
+            ids = self.tokenizer.apply_chat_template([{"role": "system", "content": system_prompt(self.prompt)}],
+                                                     tokenize=True, add_generation_prompt=False)
+        except Exception:  # a template without a system role: no shared prefix, nothing lost
+            return
+        if hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        self.generator.set_static_prefix(list(ids))
 
     @property
     def name_or_path(self) -> str:
@@ -230,8 +244,10 @@ class LLMPolicy:
 
             self.model = PeftModel.from_pretrained(self.model, str(path), is_trainable=True)
             self.generator.model = self.model
+            self.generator.invalidate_cache()  # new weights: the cached prefix is stale
             return
         result = set_peft_model_state_dict(self.model, load_file(str(weights)))
+        self.generator.invalidate_cache()
         if getattr(result, "unexpected_keys", None):
             raise PolicyLoadError(f"{path}: adapter does not fit this model (unexpected {result.unexpected_keys[:3]})")
 

@@ -95,6 +95,7 @@ def train_sft(policy: Any, demos: list[Trajectory], cfg: SFTConfig | None = None
             loss_sum += float(loss.detach())
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.max_grad_norm)
         optimizer.step()
+        policy.generator.invalidate_cache()  # the weights changed
         step += 1
         row = {"phase": "sft", "step": step, "epoch": epoch, "loss": loss_sum, "lr": lr, "tokens": n_tokens,
                "grad_norm": float(grad_norm), "seconds": time.perf_counter() - t0}
