@@ -50,6 +50,13 @@ _EXPORTS = {
     "TrajectoryGroup": "trajectory",
     "train_sft": "sft",
     "train_grpo": "grpo",
+    "show": "viz",
+    "show_group": "viz",
+    "show_tokens": "viz",
+    "plot_run": "viz",
+    "plot_runs": "viz",
+    "plot_success": "viz",
+    "LiveDashboard": "viz",
 }
 
 __all__ = sorted(_EXPORTS)

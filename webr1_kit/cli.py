@@ -324,6 +324,27 @@ def _experts_record(args: argparse.Namespace) -> int:
     return 0 if good else 1
 
 
+def _replay(args: argparse.Namespace) -> int:
+    """Write a standalone HTML replay of trajectories from a run directory or a JSONL file."""
+    from .viz import show, show_group
+    from .viz.sources import read_trajectories, select
+
+    try:
+        loaded = read_trajectories(args.path)
+    except OSError as exc:  # missing path, unreadable file: a usage error (exit 2)
+        raise ValueError(f"cannot replay {args.path}: {exc.strerror or exc}") from None
+    loaded.trajectories = select(loaded.trajectories, args.select, args.limit)
+    view = show_group(loaded) if args.groups else show(loaded)
+    out = view.save(args.out)
+    steps = sum(len(t.turns) for t in loaded.trajectories)
+    n = len(loaded.trajectories)
+    print(f"wrote {out}: {n} trajector{'y' if n == 1 else 'ies'}, {steps} steps, from {loaded.source}",
+          file=sys.stderr)
+    for note in view.notes[:20]:
+        print(f"  note: {note}", file=sys.stderr)
+    return 0
+
+
 def _install_browser(args: argparse.Namespace) -> int:
     from .install import install_browser
 
@@ -463,6 +484,25 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     rl.add_argument("--quiet", action="store_true", help="no progress bar")
     rl.set_defaults(func=_rl)
+
+    rp = sub.add_parser(
+        "replay", help="write an HTML replay of recorded episodes",
+        description="Write a standalone HTML page (screenshots embedded, no network needed) that replays "
+        "episodes step by step: the screenshot with the acted-on element outlined, the thought, the action, "
+        "errors, URLs, and the final reward and evaluator verdict. RUN_DIR_OR_JSONL is a trajectory JSONL file "
+        "or a folder: a `webr1 eval --out` folder (its trajectories.jsonl) or a training run (its latest "
+        "trajectories/step-N.jsonl; pass e.g. RUN/trajectories/eval-step-10.jsonl for another file). "
+        "Unreadable lines and missing screenshots are reported, not fatal.",
+    )
+    rp.add_argument("path", metavar="RUN_DIR_OR_JSONL", help="a run directory or a trajectory JSONL file")
+    rp.add_argument("--out", default="replay.html", help="the HTML file to write (default replay.html)")
+    rp.add_argument("--select", nargs="+", metavar="N_OR_TASK_ID",
+                    help="which trajectories: 0-based positions in the file and/or task ids (every episode of "
+                    "that task), in the order given (default: all)")
+    rp.add_argument("--limit", type=int, default=None, help="at most N trajectories (after --select)")
+    rp.add_argument("--groups", action="store_true",
+                    help="show GRPO groups side by side (episodes of one task and page seed), with advantages")
+    rp.set_defaults(func=_replay)
 
     ib = sub.add_parser("install-browser", help="find or install a Chromium the kit can drive",
                         description="Use an existing browser if there is one; otherwise try Playwright's own "
