@@ -24,18 +24,19 @@ from dataclasses import replace
 from pathlib import Path
 
 
-def generator_throughput(policy, prompt_ids: list[int], new_tokens: int) -> dict[int, float]:
-    """New tokens per second at several batch sizes (stop strings and end tokens off)."""
+def generator_throughput(policy, prompts: list[list[int]], new_tokens: int) -> dict[int, float]:
+    """New tokens per second at several batch sizes (stop strings and end tokens off), on
+    distinct prompts (identical ones would share their prefill), prefill included."""
     gen = policy.generator
     gen.stop, ends = (), gen.end_ids
     gen.end_ids = set()
     gen.cfg = replace(gen.cfg, max_new_tokens=new_tokens, temperature=1.0)
     out = {}
     try:
-        gen.generate_batch([prompt_ids], [0])  # warm-up
+        gen.generate_batch(prompts[:1], [0])  # warm-up (and the system prompt's cache)
         for bs in (1, 4, 16):
             t0 = time.perf_counter()
-            res = gen.generate_batch([prompt_ids] * bs, list(range(bs)))
+            res = gen.generate_batch(prompts[:bs], list(range(bs)))
             dt = time.perf_counter() - t0
             out[bs] = {"seconds": round(dt, 2), "new_tokens_per_s": round(sum(len(r.ids) for r in res) / dt, 2)}
     finally:
@@ -88,28 +89,31 @@ class NaivePolicy:
         return p.tokenizer.decode(out[0, len(prompt.ids):], skip_special_tokens=True)
 
 
-async def trajectories_per_minute(policy, tasks, turns: int, concurrency: int, seed: int) -> dict[str, float]:
+async def trajectories_per_minute(policy, tasks, turns: int, concurrency: int, seed: int,
+                                  episodes: int = 1, grouped: bool = False) -> dict[str, float]:
+    """Same jobs (tasks x episodes, same page and sampling seeds) run twice: one at a time
+    with `NaivePolicy`, then by the kit (concurrent episodes, one batching generator)."""
     from webr1_kit.browser import Browser, BrowserEnv
     from webr1_kit.rollout import episode_seeds, run_episode, run_episodes
 
     async with Browser() as browser:
-        # naive: one episode at a time, one generate call per step
         env = BrowserEnv(browser)
         naive_policy = NaivePolicy(policy)
         t0 = time.perf_counter()
         naive = []
-        for job in episode_seeds(tasks, 1, seed):
+        for job in episode_seeds(tasks, episodes, seed, grouped):
             naive.append(await run_episode(env, job.task, naive_policy, job.seed, turns, sample_seed=job.sample_seed))
         naive_s = time.perf_counter() - t0
         await env.close()
-        # the kit: concurrent episodes, batched generation
         t0 = time.perf_counter()
-        res = await run_episodes(policy, tasks, concurrency=concurrency, max_turns=turns, seed=seed, browser=browser)
+        res = await run_episodes(policy, tasks, episodes=episodes, grouped=grouped, concurrency=concurrency,
+                                 max_turns=turns, seed=seed, browser=browser)
         async_s = time.perf_counter() - t0
     turns_naive = sum(len(t.turns) for t in naive)
     turns_async = sum(len(t.turns) for t in res.trajectories)
     return {
-        "tasks": len(tasks), "max_turns": turns, "concurrency": concurrency,
+        "tasks": len(tasks), "episodes_per_task": episodes, "grouped": grouped, "max_turns": turns,
+        "concurrency": concurrency,
         "naive": {"seconds": round(naive_s, 1), "turns": turns_naive, "trajectories_per_min": round(60 * len(naive) / naive_s, 2)},
         "async_batched": {"seconds": round(async_s, 1), "turns": turns_async,
                           "trajectories_per_min": round(60 * len(res.trajectories) / async_s, 2)},
@@ -123,6 +127,9 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=3, help="turn limit per episode in the race (default 3)")
     ap.add_argument("--new-tokens", type=int, default=48, help="response length, tokens (default 48)")
     ap.add_argument("--concurrency", type=int, default=8, help="episodes at once for the kit (default 8)")
+    ap.add_argument("--group", type=int, default=4, help="GRPO group size for the grouped race (default 4)")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["generator", "prompts", "eval", "grpo"],
+                    help="parts to leave out")
     args = ap.parse_args()
 
     from webr1_kit.config import PromptConfig, SamplingConfig
@@ -139,20 +146,30 @@ def main() -> None:
     test = arena_tasks("test")
     sample = test[:: max(1, len(test) // args.tasks)][: args.tasks]
     demos = asyncio.run(run_episodes(Expert(), test[::10], max_turns=30)).trajectories
-    first = demos[0]
     from webr1_kit.observation import Observation
 
-    prompt = build_prompt(policy.tokenizer, first.intent, [], Observation.from_dict(first.turns[0].observation),
-                          PromptConfig(max_prompt_tokens=1024)).ids
+    prompts = [build_prompt(policy.tokenizer, d.intent, [], Observation.from_dict(d.turns[0].observation),
+                            PromptConfig(max_prompt_tokens=1024)).ids for d in demos[:16]]
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "model": "SmolLM2-135M-Instruct (embedded), float32, CPU",
         "model_load_s": round(load_s, 1),
-        "generator": {"prompt_tokens": len(prompt), "new_tokens": args.new_tokens,
-                      "by_batch": generator_throughput(policy, prompt, args.new_tokens)},
-        "prompt_tokens_per_turn": prompt_tokens(policy, demos),
-        "rollouts": asyncio.run(trajectories_per_minute(policy, sample, args.turns, args.concurrency, seed=0)),
     }
+    if "generator" not in args.skip:
+        result["generator"] = {"prompt_tokens_mean": round(statistics.mean(map(len, prompts))),
+                               "new_tokens": args.new_tokens,
+                               "by_batch": generator_throughput(policy, prompts, args.new_tokens)}
+        print(json.dumps(result["generator"]))
+    if "prompts" not in args.skip:
+        result["prompt_tokens_per_turn"] = prompt_tokens(policy, demos)
+    if "eval" not in args.skip:  # evaluation-style: distinct tasks, one episode each
+        result["rollouts"] = asyncio.run(trajectories_per_minute(policy, sample, args.turns, args.concurrency, seed=0))
+        print(json.dumps(result["rollouts"]))
+    if "grpo" not in args.skip:  # training-style: G episodes of each task (a GRPO group)
+        k = max(1, args.tasks // args.group)
+        result["rollouts_grouped"] = asyncio.run(trajectories_per_minute(
+            policy, sample[:k], args.turns, k * args.group, seed=0, episodes=args.group, grouped=True))
+        print(json.dumps(result["rollouts_grouped"]))
     out = Path(__file__).parent / "results" / "bench_rollout.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=1))

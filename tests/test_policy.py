@@ -15,7 +15,7 @@ import torch
 from webr1_kit.config import LoRA, PolicyConfig, PromptConfig, SamplingConfig
 from webr1_kit.generation import Generator
 from webr1_kit.observation import Observation
-from webr1_kit.policy import LLMPolicy, PolicyLoadError, attach_lora, embedded_path, load_policy
+from webr1_kit.policy import LLMPolicy, PolicyLoadError, attach_lora, build_tiny_model, embedded_path, load_policy
 from webr1_kit.prompt import build_prompt, messages, placeholder
 from webr1_kit.rollout import rollout, run_episodes
 from webr1_kit.tasks import Task, load_tasks
@@ -30,14 +30,7 @@ def tokenizer():
 
 
 def tiny_model(tokenizer, seed: int = 0):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
-                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                      bos_token_id=tokenizer.bos_token_id, tie_word_embeddings=True)
-    return LlamaForCausalLM(cfg)
+    return build_tiny_model(tokenizer, seed)
 
 
 @pytest.fixture
@@ -93,6 +86,24 @@ def test_a_sample_depends_on_its_seed_not_on_its_batch(tiny, tokenizer):
     together = gen.generate_batch([tokenizer.encode("another prompt here"), p], [7, 42])[1].ids
     assert alone == together
     assert gen.generate_batch([p], [43])[0].ids != alone
+
+
+def test_identical_prompts_prefilled_once_still_sample_their_own_seeds(tiny, tokenizer):
+    # A GRPO group (one prompt, G seeds) mixed with other prompts, some rows ending early:
+    # each row must equal that prompt sampled alone with its seed, log-probs included.
+    # (A random model's distribution is nearly flat, where float differences between batch
+    # shapes could flip a sample; a low temperature makes it peaked enough to compare.)
+    gen = Generator(tiny, tokenizer, SamplingConfig(temperature=0.1, top_p=0.9, max_new_tokens=12))
+    gen.end_ids = set(gen.end_ids) | {tokenizer.encode(" the")[0], tokenizer.encode(".")[0]}
+    group = tokenizer.encode("Shared prompt of a group")
+    prompts = [group, tokenizer.encode("another one"), group, group]
+    seeds = [1, 2, 3, 4]
+    batched = gen.generate_batch(prompts, seeds)
+    for prompt, seed, b in zip(prompts, seeds, batched):
+        single = gen.generate_batch([prompt], [seed])[0]
+        assert b.ids == single.ids and b.finish == single.finish
+        assert max(abs(x - y) for x, y in zip(b.logprobs, single.logprobs)) < 1e-4
+    assert len({tuple(b.ids) for b in batched[::2] + batched[3:]}) > 1  # the seeds differ, the samples too
 
 
 def test_generation_stops_at_the_end_of_the_answer(tokenizer):

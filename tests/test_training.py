@@ -10,7 +10,7 @@ import torch
 from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig
 from webr1_kit.grpo import build_batch, group_advantages, grpo_loss, update
 from webr1_kit.observation import Observation
-from webr1_kit.policy import LLMPolicy, attach_lora, embedded_path
+from webr1_kit.policy import LLMPolicy, attach_lora, build_tiny_model, embedded_path
 from webr1_kit.sft import examples, train_sft
 from webr1_kit.training import make_optimizer, think_mask, token_logprobs
 from webr1_kit.trajectory import Packed, Trajectory, TrajectoryGroup, Turn
@@ -24,14 +24,7 @@ def tokenizer():
 
 
 def make_policy(tokenizer, seed=0, r=4):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
-                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                      bos_token_id=tokenizer.bos_token_id, tie_word_embeddings=True)
-    model = attach_lora(LlamaForCausalLM(cfg), LoRA(r=r, alpha=2 * r, dropout=0.0))
+    model = attach_lora(build_tiny_model(tokenizer, seed), LoRA(r=r, alpha=2 * r, dropout=0.0))
     return LLMPolicy(model, tokenizer, PolicyConfig(lora=LoRA(r=r, alpha=2 * r, dropout=0.0)),
                      prompt=PromptConfig(max_prompt_tokens=2048), sampling=SamplingConfig(max_new_tokens=8))
 

@@ -57,6 +57,12 @@ _EXPORTS = {
     "plot_runs": "viz",
     "plot_success": "viz",
     "LiveDashboard": "viz",
+    "Pipeline": "pipeline",
+    "PipelineConfig": "pipeline",
+    "scale_config": "pipeline",
+    "run_pipeline": "pipeline",
+    "write_report": "report",
+    "evaluate_policy": "grpo",
 }
 
 __all__ = sorted(_EXPORTS)

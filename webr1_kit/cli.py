@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -164,19 +163,20 @@ def _print_metrics(m: dict[str, Any]) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """Until the training pipeline lands, the main job runs the scripted policy on MiniWoB++."""
-    from .experts import MiniWoBExpert
+    """The main job: expert demonstrations, BC, M-GRPO, held-out evaluation, report."""
+    from .aio import run
+    from .pipeline import SCALES, run_pipeline, scale_config
 
-    print("webr1 demo: scripted policy on MiniWoB++ in a real headless Chromium", file=sys.stderr)
-    out = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
-    ns = argparse.Namespace(
-        suite="miniwob", tasks=",".join(MiniWoBExpert.TASKS), policy="scripted", episodes=args.episodes,
-        concurrency=args.concurrency, max_turns=10, seed=args.seed, json=False, quiet=False, out=str(out),
-        observation=None, screenshots=False, config=None, split=None, limit=None,
-    )
-    rc = _eval(ns)
-    print(f"trajectories, metrics and config written to {out}/", file=sys.stderr)
-    return rc
+    overrides = _read_config(args.config) if args.config else {}
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    cfg = scale_config(args.scale, overrides)
+    out = Path(args.out or f"runs/demo-{args.scale}")
+    print(f"webr1 demo: the WebAgent-R1 recipe at {args.scale} scale ({SCALES[args.scale].model} on "
+          f"{cfg.suite}) into {out}/ (rerun the same command to resume)", file=sys.stderr)
+    report = run(run_pipeline(cfg, out, progress=not args.quiet))
+    print(f"report: {report.resolve()}")
+    return 0
 
 
 def _sites_serve(args: argparse.Namespace) -> int:
@@ -428,14 +428,19 @@ def build_parser() -> argparse.ArgumentParser:
     ev.set_defaults(func=_eval)
 
     demo = sub.add_parser(
-        "demo", help="the main job on the embedded defaults",
-        description="Run the scripted policy on five MiniWoB++ tasks and print the results "
-        "(the full BC + RL pipeline replaces this as it lands).",
+        "demo", help="the main job: demonstrations, BC, M-GRPO, evaluation, report",
+        description="Run the whole recipe: record expert demonstrations, behaviour-clone them, train "
+        "with M-GRPO, evaluate the base, BC and RL policies on held-out episodes and write an HTML "
+        "report. Scales: cpu (the embedded SmolLM2-135M on five MiniWoB++ tasks, about half an hour "
+        "on 2 cores), gpu (Qwen2.5-3B-Instruct with LoRA on the arena; needs the model locally and a "
+        "CUDA GPU), smoke (a tiny random model: checks the mechanics in minutes, learns nothing). "
+        "Rerunning with the same --out resumes.",
     )
-    demo.add_argument("--episodes", type=int, default=8, help="episodes per task (default 8)")
-    demo.add_argument("--concurrency", type=int, default=8, help="episodes at once (default 8)")
-    demo.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    demo.add_argument("--out", help="run directory (default runs/demo-<time>)")
+    demo.add_argument("--scale", choices=["cpu", "gpu", "smoke"], default="cpu", help="preset (default cpu)")
+    demo.add_argument("--config", help="YAML/JSON overriding preset fields, e.g. {grpo: {steps: 8}, model: PATH}")
+    demo.add_argument("--seed", type=int, default=None, help="seed (default: the preset's, 0)")
+    demo.add_argument("--out", help="run directory (default runs/demo-<scale>)")
+    demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.set_defaults(func=_demo)
 
     sites = sub.add_parser("sites", help="the arena's bundled websites")

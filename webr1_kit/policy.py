@@ -84,10 +84,47 @@ def embedded_path() -> Path:
     return target
 
 
+def build_tiny_model(tokenizer: Any, seed: int = 0) -> Any:
+    """A 2-layer Llama (hidden size 64) with random weights, sized for `tokenizer`.
+
+    For mechanical smoke runs and tests only: it writes gibberish and learns nothing useful."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
+                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                      bos_token_id=tokenizer.bos_token_id, tie_word_embeddings=True)
+    return LlamaForCausalLM(cfg)
+
+
+def tiny_path() -> Path:
+    """A local directory with the "tiny" model (random weights, seed 0, the embedded tokenizer)."""
+    target = cache_dir() / "models" / "tiny-random-llama"
+    if (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file():
+        return target
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(embedded_path())
+    tmp = target.with_name(target.name + f".partial-{os.getpid()}")
+    build_tiny_model(tok).save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    if target.exists():  # another process finished first
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.rename(target)
+    return target
+
+
 def resolve_model(name: str) -> str:
-    """A loadable name: the embedded model's cache dir, a local path, or a Hub id."""
+    """A loadable name: "embedded", "tiny", a local path, or a Hub id."""
     if name == "embedded":
         return str(embedded_path())
+    if name == "tiny":
+        return str(tiny_path())
     path = Path(name).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():

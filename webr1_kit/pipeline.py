@@ -1,0 +1,359 @@
+"""The main job: the whole WebAgent-R1 recipe in one call.
+
+    expert demonstrations -> behaviour cloning (BC) -> M-GRPO -> held-out evaluation -> report
+
+`run_pipeline(scale)` runs every stage into one run directory and writes report.html.
+Each stage records its output there and a rerun skips finished stages (BC and M-GRPO
+also resume mid-stage from their checkpoints), so an interrupted job continues where it
+stopped. `webr1 demo` is the command-line front end.
+
+Scales (`SCALES`):
+- "smoke": a tiny random model and a few short episodes. It exercises every stage in a
+  couple of minutes and learns nothing; it is how the tests and notebooks check the
+  mechanics.
+- "cpu": the embedded SmolLM2-135M-Instruct on five MiniWoB++ tasks, sized to finish in
+  about half an hour on a 2-core CPU. The arena's pages make ~1.5k-token prompts, which
+  is too slow to train on two cores; MiniWoB++ pages fit in a few hundred tokens.
+- "gpu": Qwen2.5-3B-Instruct with LoRA on the arena (train split for demonstrations and
+  RL, the held-out test split for evaluation). It needs the model in the Hugging Face
+  cache or a local path (`model=`), and a CUDA GPU.
+
+Departure from the paper: the paper evaluates once, after training, on WebArena-Lite;
+the report here evaluates the base model, the BC model and the RL model on the same
+held-out episodes so that each stage's effect can be read off one table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .config import EnvConfig, GRPOConfig, LoRA, PromptConfig, SamplingConfig, SFTConfig, from_dict, to_dict
+
+MINIWOB_TASKS = ("click-button", "click-link", "enter-text", "focus-text", "click-checkboxes")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Everything the main job needs; `SCALES` holds the presets."""
+
+    scale: str = "cpu"
+    """Name of the preset this config came from (recorded in the report)."""
+
+    model: str = "embedded"
+    """"embedded", "tiny" (random, for smoke runs), a Hugging Face id or a local path."""
+
+    lora: LoRA = LoRA()
+    quantization: str = "none"
+    """"none" or "4bit" (QLoRA; CUDA)."""
+
+    dtype: str = "auto"
+
+    suite: str = "miniwob"
+    """"miniwob" or "arena"."""
+
+    tasks: tuple[str, ...] = MINIWOB_TASKS
+    """MiniWoB++ task names (suite miniwob). For the arena: ignored (the splits are used)."""
+
+    train_limit: int | None = None
+    """Arena only: at most this many train-split tasks (None: all)."""
+
+    eval_limit: int | None = None
+    """Arena only: at most this many test-split tasks for evaluation (None: all)."""
+
+    warmup: bool = True
+    """Behaviour-clone the demonstrations before RL. False: RL from the base model (the
+    paper's WebAgent-R1-Zero ablation)."""
+
+    demos_per_task: int = 6
+    """Expert episodes recorded per training task (only the successful ones are kept)."""
+
+    eval_episodes: int = 8
+    """Held-out episodes per evaluation task (MiniWoB++: fresh page seeds, never trained on)."""
+
+    max_turns: int = 6
+    """Turn limit of every episode (demonstrations, RL and evaluation)."""
+
+    concurrency: int = 8
+    """Episodes at once."""
+
+    seed: int = 0
+    """Fixes the demonstrations, the evaluation episodes, the data order and the sampling."""
+
+    env: EnvConfig = EnvConfig()
+    """Browser and observation settings (e.g. observation="axtree" for the ablation)."""
+
+    prompt: PromptConfig = PromptConfig()
+    sampling: SamplingConfig = SamplingConfig()
+    sft: SFTConfig = SFTConfig()
+    grpo: GRPOConfig = GRPOConfig()
+
+
+SCALES: dict[str, PipelineConfig] = {
+    "smoke": PipelineConfig(
+        scale="smoke", model="tiny", tasks=("click-button", "focus-text"), demos_per_task=2, eval_episodes=2,
+        max_turns=2, concurrency=4, lora=LoRA(r=4, alpha=8),
+        sampling=SamplingConfig(max_new_tokens=16, max_batch=8),
+        sft=SFTConfig(epochs=1, batch_size=4, warmup_steps=0),
+        grpo=GRPOConfig(steps=1, tasks_per_step=2, group_size=2, max_turns=2, concurrency=4, eval_every=0,
+                        dynamic_sampling=False),
+    ),
+    "cpu": PipelineConfig(
+        scale="cpu", model="embedded", demos_per_task=6, eval_episodes=8, max_turns=6,
+        sampling=SamplingConfig(max_new_tokens=64, max_batch=16),
+        sft=SFTConfig(epochs=2, batch_size=8, lr=5e-4, warmup_steps=2),
+        grpo=GRPOConfig(steps=4, tasks_per_step=4, group_size=4, max_turns=4, concurrency=16, eval_every=0,
+                        lr=5e-5, save_every=1),
+    ),
+    "gpu": PipelineConfig(
+        scale="gpu", model="Qwen/Qwen2.5-3B-Instruct", dtype="bfloat16", suite="arena", train_limit=None,
+        eval_limit=None, demos_per_task=1, eval_episodes=1, max_turns=15, concurrency=16,
+        sampling=SamplingConfig(max_new_tokens=256, max_batch=32),
+        sft=SFTConfig(epochs=2, batch_size=16),
+        grpo=GRPOConfig(steps=100, tasks_per_step=16, group_size=4, max_turns=15, concurrency=32, eval_every=20),
+    ),
+}
+
+
+def scale_config(scale: str, overrides: dict[str, Any] | None = None) -> PipelineConfig:
+    """A preset, with `overrides` (a mapping shaped like PipelineConfig) applied and checked."""
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
+    base = to_dict(SCALES[scale])
+    for key, value in (overrides or {}).items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            base[key] = {**base[key], **value}
+        else:
+            base[key] = value
+    return from_dict(PipelineConfig, base, where="pipeline")
+
+
+# ---------------------------------------------------------------------- tasks
+
+
+def _tasks(cfg: PipelineConfig, which: str) -> list:
+    import random
+
+    from .tasks import load_tasks
+
+    if cfg.suite == "miniwob":
+        return load_tasks("miniwob", names=list(cfg.tasks))
+    tasks = load_tasks("arena", split="train" if which == "train" else "test")
+    limit = cfg.train_limit if which == "train" else cfg.eval_limit
+    if limit is not None and limit < len(tasks):
+        tasks = random.Random(f"{cfg.seed}/{which}").sample(tasks, limit)
+    return tasks
+
+
+def _episodes(cfg: PipelineConfig, which: str) -> int:
+    return cfg.demos_per_task if which == "train" else cfg.eval_episodes
+
+
+# The evaluation episodes draw their page seeds from a different stream than the
+# demonstrations and the RL rollouts, so MiniWoB++ evaluation pages are held out.
+EVAL_SEED_OFFSET = 1_000_003
+
+
+# ---------------------------------------------------------------------- stages
+
+
+@dataclass
+class Pipeline:
+    """One run directory and the stages that fill it."""
+
+    cfg: PipelineConfig
+    out: Path
+    progress: bool = True
+    log: Any = field(default=None)
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        saved = self.out / "pipeline.json"
+        now = json.loads(json.dumps(to_dict(self.cfg)))  # as it reads back (tuples become lists)
+        if saved.is_file():
+            before = json.loads(saved.read_text())
+            if before != now:
+                raise ValueError(f"{self.out} holds a run with a different config; choose another --out "
+                                 f"(or delete it). First difference: {_first_difference(before, now)}")
+        else:
+            saved.write_text(json.dumps(now, indent=1))
+        self._policy = None
+
+    # -- bookkeeping
+
+    def say(self, msg: str) -> None:
+        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
+        if self.log is not None:
+            self.log(line)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def done(self, stage: str) -> dict[str, Any] | None:
+        p = self.out / "stages" / f"{stage}.json"
+        return json.loads(p.read_text()) if p.is_file() else None
+
+    def mark(self, stage: str, result: dict[str, Any]) -> dict[str, Any]:
+        p = self.out / "stages" / f"{stage}.json"
+        p.parent.mkdir(exist_ok=True)
+        tmp = p.with_suffix(".partial")
+        tmp.write_text(json.dumps(result, indent=1, default=str))
+        tmp.replace(p)
+        return result
+
+    def policy(self, adapter: Path | None = None) -> Any:
+        """The policy, loaded once; `adapter` replaces its adapter weights."""
+        from .policy import load_policy
+
+        if self._policy is None:
+            c = self.cfg
+            self._policy = load_policy(c.model, lora=c.lora, quantization=c.quantization, dtype=c.dtype,
+                                       prompt=c.prompt, sampling=c.sampling, seed=c.seed)
+        if adapter is not None:
+            self._policy.load_adapter(adapter)
+        return self._policy
+
+    # -- stages
+
+    async def demonstrations(self) -> dict[str, Any]:
+        from .experts import Expert
+        from .rollout import run_episodes
+        from .trajectory import write_jsonl
+
+        if (r := self.done("demos")) is not None:
+            return r
+        tasks = _tasks(self.cfg, "train")
+        self.say(f"expert demonstrations: {len(tasks)} tasks x {self.cfg.demos_per_task} episodes")
+        res = await run_episodes(Expert(), tasks, episodes=self.cfg.demos_per_task, concurrency=self.cfg.concurrency,
+                                 max_turns=max(self.cfg.max_turns, 30), seed=self.cfg.seed, progress=self.progress,
+                                 config=self.cfg.env)
+        good = [t for t in res.trajectories if t.success]
+        write_jsonl(self.out / "demos.jsonl", good)
+        return self.mark("demos", {"episodes": len(res.trajectories), "successful": len(good),
+                                   "turns": sum(len(t.turns) for t in good), "seconds": round(res.seconds, 1)})
+
+    async def evaluate(self, name: str, adapter: Path | None, max_turns: int | None = None) -> dict[str, Any]:
+        """Greedy episodes on the held-out instances, recorded under eval/<name>.jsonl and
+        stages/eval-<name>.json. `adapter` None means the untrained base model; `max_turns`
+        overrides the config's turn limit (the test-time scaling ablation)."""
+        from .rollout import run_episodes
+        from .trajectory import write_jsonl
+
+        if (r := self.done(f"eval-{name}")) is not None:
+            return r
+        policy = self.policy()
+        tasks = _tasks(self.cfg, "eval")
+        self.say(f"evaluating {name}: {len(tasks)} tasks x {self.cfg.eval_episodes} held-out episodes (greedy)")
+        sampling = policy.sampling
+        policy.set_sampling(replace(sampling, temperature=0.0))
+        # Screenshots (~30 ms a step) so that the report can replay episodes.
+        kw = dict(episodes=self.cfg.eval_episodes, concurrency=self.cfg.concurrency,
+                  max_turns=max_turns or self.cfg.max_turns, seed=self.cfg.seed + EVAL_SEED_OFFSET,
+                  progress=self.progress, config=replace(self.cfg.env, screenshot=True))
+        try:
+            if adapter is None:
+                with _adapter_off(policy):
+                    res = await run_episodes(policy, tasks, **kw)
+            else:
+                policy.load_adapter(adapter)
+                res = await run_episodes(policy, tasks, **kw)
+        finally:
+            policy.set_sampling(sampling)
+        write_jsonl(self.out / "eval" / f"{name}.jsonl", res.trajectories)
+        m = res.metrics
+        self.say(f"{name}: success {m['success_rate']:.2f} (95% CI {m['success_ci95'][0]:.2f}-{m['success_ci95'][1]:.2f})"
+                 f" over {m['evaluated']} episodes")
+        return self.mark(f"eval-{name}", {"metrics": m, "adapter": str(adapter) if adapter else None})
+
+    def behaviour_cloning(self) -> dict[str, Any]:
+        from .sft import train_sft
+        from .trajectory import read_jsonl
+
+        if (r := self.done("sft")) is not None:
+            return r
+        demos = list(read_jsonl(self.out / "demos.jsonl"))
+        if not demos:
+            raise ValueError(f"{self.out / 'demos.jsonl'} holds no successful demonstrations")
+        self.say(f"behaviour cloning on {len(demos)} demonstrations ({sum(len(t.turns) for t in demos)} turns)")
+        t0 = time.perf_counter()
+        row = train_sft(self.policy(), demos, self.cfg.sft, out=self.out / "sft", progress=self.progress)
+        adapter = self.out / "sft" / "adapter"
+        self.policy().save_adapter(adapter)
+        return self.mark("sft", {"adapter": str(adapter), "last": row, "seconds": round(time.perf_counter() - t0, 1)})
+
+    async def reinforcement(self, init_adapter: Path | None) -> dict[str, Any]:
+        """M-GRPO from `init_adapter` (the BC adapter), or from the base model if None."""
+        from .grpo import train_grpo
+
+        if (r := self.done("rl")) is not None:
+            return r
+        if init_adapter is None:
+            self._policy = None  # a fresh adapter: LoRA starts as the identity, i.e. the base model
+        policy = self.policy(init_adapter)
+        tasks = _tasks(self.cfg, "train")
+        g = self.cfg.grpo
+        self.say(f"M-GRPO: {g.steps} steps x {min(g.tasks_per_step, len(tasks))} tasks x group of {g.group_size}")
+        t0 = time.perf_counter()
+        run = await train_grpo(policy, tasks, g, out=self.out / "rl", env_config=self.cfg.env, progress=self.progress)
+        adapter = self.out / "rl" / "adapter"
+        policy.save_adapter(adapter)
+        train = [m for m in run.metrics if m.get("phase") == "train"]
+        return self.mark("rl", {"adapter": str(adapter), "steps": len(train),
+                                "train_success": [m.get("success_rate") for m in train],
+                                "seconds": round(time.perf_counter() - t0, 1)})
+
+    async def run(self) -> Path:
+        t0 = time.perf_counter()
+        await self.evaluate("base", None)
+        init = None
+        if self.cfg.warmup:
+            await self.demonstrations()
+            sft = self.behaviour_cloning()
+            await self.evaluate("bc", Path(sft["adapter"]))
+            init = Path(sft["adapter"])
+        rl = await self.reinforcement(init)
+        self.say("held-out evaluation of the RL policy")
+        await self.evaluate("rl", Path(rl["adapter"]))
+        self.say("report")
+        from .report import write_report
+
+        path = write_report(self.out)
+        self.say(f"done in {(time.perf_counter() - t0) / 60:.1f} min. Report: {path.resolve()}")
+        return path
+
+
+async def run_pipeline(scale: str | PipelineConfig = "cpu", out: str | Path = "runs/demo", progress: bool = True,
+                       overrides: dict[str, Any] | None = None) -> Path:
+    """Run (or resume) the main job into `out`; returns the path of report.html."""
+    cfg = scale if isinstance(scale, PipelineConfig) else scale_config(scale, overrides)
+    return await Pipeline(cfg, Path(out), progress).run()
+
+
+class _adapter_off:
+    """Run the model without its adapter: the untrained base, whatever the adapter holds."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self._ctx = None
+
+    def __enter__(self) -> Any:
+        self._ctx = self.policy.reference()
+        self._ctx.__enter__()
+        self.policy.generator.invalidate_cache()
+        return self.policy
+
+    def __exit__(self, *exc: Any) -> None:
+        self._ctx.__exit__(*exc)
+        self.policy.generator.invalidate_cache()
+
+
+def _first_difference(a: Any, b: Any, where: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return _first_difference(a.get(k), b.get(k), f"{where}.{k}" if where else k)
+    return f"{where}: {a!r} (saved) vs {b!r} (now)"

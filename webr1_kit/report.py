@@ -1,0 +1,158 @@
+"""The main job's report: one self-contained HTML page from a pipeline run directory.
+
+It holds the held-out success table for the base, BC and RL policies (with 95% Wilson
+intervals), success per task, the BC and M-GRPO training curves, and replays of one
+successful and one failed held-out episode. Images are embedded, so the file can be
+mailed or opened anywhere. Stages that have not run yet are listed as missing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+STAGES = (("base", "Base model (no training)"), ("bc", "After BC warm-up"), ("rl", "After BC + M-GRPO"))
+
+
+def _stage(out: Path, name: str) -> dict[str, Any] | None:
+    p = out / "stages" / f"{name}.json"
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def success_table(out: Path) -> list[dict[str, Any]]:
+    """One row per evaluated stage: success, its interval, episodes, turns, invalid rate, infra failures."""
+    rows = []
+    for key, label in STAGES:
+        st = _stage(out, f"eval-{key}")
+        if st is None:
+            continue
+        m = st["metrics"]
+        rows.append({"stage": key, "label": label, "success_rate": m["success_rate"], "ci95": m["success_ci95"],
+                     "episodes": m["evaluated"], "mean_turns": m["mean_turns"],
+                     "invalid_action_rate": m["invalid_action_rate"], "infra_failures": m["infra_failures"],
+                     "per_task": m.get("per_task", {})})
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    from .viz.page import esc
+
+    head = ("<tr><th>policy</th><th>success</th><th>95% CI</th><th>episodes</th><th>mean turns</th>"
+            "<th>invalid actions</th><th>infra failures</th></tr>")
+    body = "".join(
+        f"<tr><td>{esc(r['label'])}</td><td><b>{_pct(r['success_rate'])}</b></td>"
+        f"<td>{_pct(r['ci95'][0])} – {_pct(r['ci95'][1])}</td><td>{r['episodes']}</td>"
+        f"<td>{r['mean_turns']:.1f}</td><td>{_pct(r['invalid_action_rate'])}</td><td>{r['infra_failures']}</td></tr>"
+        for r in rows)
+    return f"<table class='w1-report'>{head}{body}</table>"
+
+
+def _per_task(rows: list[dict[str, Any]]) -> str:
+    from .viz.page import esc
+
+    tasks = sorted({t for r in rows for t in r["per_task"]})
+    if not tasks:
+        return ""
+    head = "<tr><th>task</th>" + "".join(f"<th>{esc(r['stage'])}</th>" for r in rows) + "</tr>"
+
+    def cell(r: dict[str, Any], t: str) -> str:
+        v = r["per_task"].get(t)
+        return f"<td>{_pct(v)}</td>"
+
+    body = "".join(f"<tr><td>{esc(t)}</td>" + "".join(cell(r, t) for r in rows) + "</tr>" for t in tasks)
+    return f"<h2>Success per task</h2><table class='w1-report'>{head}{body}</table>"
+
+
+def _curves(out: Path) -> tuple[str, list[str]]:
+    from .viz.plots import figure_png, plot_run
+
+    parts, missing = [], []
+    for sub, title in (("sft", "Behaviour cloning"), ("rl", "M-GRPO")):
+        metrics = out / sub / "metrics.jsonl"
+        if not metrics.is_file():
+            missing.append(f"no {sub}/metrics.jsonl: the {title} stage has not run")
+            continue
+        try:
+            fig = plot_run(out / sub, title=title)
+        except Exception as exc:  # a report with one plot missing beats no report
+            missing.append(f"{title} curves could not be drawn: {exc}")
+            continue
+        import matplotlib.pyplot as plt
+
+        png = base64.b64encode(figure_png(fig)).decode()
+        plt.close(fig)
+        parts.append(f"<h3>{title}</h3><img alt='{title} curves' src='data:image/png;base64,{png}' style='max-width:100%'>")
+    return "".join(parts), missing
+
+
+def _replays(out: Path) -> tuple[str, list[str]]:
+    """A successful and a failed held-out episode, from the latest evaluated stage."""
+    from .trajectory import read_jsonl
+    from .viz import show
+
+    for key in ("rl", "bc", "base"):
+        path = out / "eval" / f"{key}.jsonl"
+        if not path.is_file():
+            continue
+        trajs = [t for t in read_jsonl(path) if t.status != "infra_failure"]
+        picks = [(label, next((t for t in trajs if bool(t.success) == ok), None))
+                 for label, ok in (("a success", True), ("a failure", False))]
+        parts, missing = [], []
+        for label, t in picks:
+            if t is None:
+                missing.append(f"no {label} among the {key} evaluation episodes")
+                continue
+            view = show(t, base=path.parent, title=f"{key}: {label}")
+            parts.append(f"<h3>{key} policy, {label}: {t.task_id}</h3>{view._repr_html_()}")
+        return "".join(parts), missing
+    return "", ["no evaluation episodes to replay yet"]
+
+
+def write_report(out: str | Path, path: str | Path | None = None) -> Path:
+    """Write <out>/report.html (or `path`) from the pipeline run in `out`; returns its path."""
+    from .viz.page import esc
+
+    out = Path(out)
+    cfg_path = out / "pipeline.json"
+    cfg = json.loads(cfg_path.read_text()) if cfg_path.is_file() else {}
+    rows = success_table(out)
+    curves, missing_curves = _curves(out)
+    replays, missing_replays = _replays(out)
+    missing = [f"{label}: not evaluated yet" for key, label in STAGES if not any(r["stage"] == key for r in rows)]
+    missing += missing_curves + missing_replays
+    timing = []
+    for name in ("demos", "eval-base", "sft", "eval-bc", "rl", "eval-rl"):
+        st = _stage(out, name)
+        if st is not None:
+            secs = st.get("seconds", st.get("metrics", {}).get("seconds"))
+            if secs is not None:
+                timing.append(f"<li>{esc(name)}: {float(secs) / 60:.1f} min</li>")
+    demos = _stage(out, "demos") or {}
+    intro = (f"<p>Scale <b>{esc(cfg.get('scale', '?'))}</b>, model <b>{esc(cfg.get('model', '?'))}</b>, "
+             f"suite <b>{esc(cfg.get('suite', '?'))}</b>, seed {esc(cfg.get('seed', '?'))}. "
+             f"Expert demonstrations: {demos.get('successful', '–')} successful of {demos.get('episodes', '–')}. "
+             "Held-out episodes are greedy (temperature 0) on page seeds never used for demonstrations or RL.</p>")
+    notes = "".join(f"<li>{esc(m)}</li>" for m in missing)
+    body = (
+        "<h1>webr1_kit: WebAgent-R1 recipe report</h1>" + intro
+        + "<h2>Held-out success</h2>" + (_table(rows) if rows else "<p>No stage evaluated yet.</p>")
+        + _per_task(rows)
+        + "<h2>Training curves</h2>" + (curves or "<p>No training has run yet.</p>")
+        + "<h2>Replays</h2>" + (replays or "<p>No episodes to replay.</p>")
+        + (f"<h2>Time per stage</h2><ul>{''.join(timing)}</ul>" if timing else "")
+        + (f"<h2>Missing</h2><ul>{notes}</ul>" if notes else "")
+    )
+    style = ("table.w1-report{border-collapse:collapse;margin:8px 0}table.w1-report td,table.w1-report th"
+             "{border:1px solid #ccc;padding:4px 10px;text-align:left}body{font-family:sans-serif;max-width:1200px}")
+    from .viz.page import CSS
+
+    target = Path(path) if path is not None else out / "report.html"
+    target.write_text(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>webr1 report</title>"
+                      f"<style>{CSS}\n{style}</style></head><body>{body}</body></html>\n", encoding="utf-8")
+    return target
