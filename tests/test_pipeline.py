@@ -1,0 +1,77 @@
+"""The main job end to end at smoke scale (tiny random model, real browser and pages)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from webr1_kit.aio import run
+from webr1_kit.config import ConfigError
+from webr1_kit.pipeline import SCALES, Pipeline, run_pipeline, scale_config
+from webr1_kit.report import success_table, write_report
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pipeline") / "run"
+    report = run(run_pipeline("smoke", out, progress=False))
+    return out, report
+
+
+def test_every_stage_runs_and_the_report_holds_them(smoke_run):
+    out, report = smoke_run
+    for name in ("demos", "eval-base", "sft", "eval-bc", "rl", "eval-rl"):
+        assert (out / "stages" / f"{name}.json").is_file(), name
+    rows = success_table(out)
+    assert [r["stage"] for r in rows] == ["base", "bc", "rl"]
+    cfg = SCALES["smoke"]
+    for r in rows:
+        assert r["episodes"] + r["infra_failures"] == len(cfg.tasks) * cfg.eval_episodes
+        assert 0.0 <= r["ci95"][0] <= r["ci95"][1] <= 1.0
+    html = report.read_text()
+    for text in ("Base model (no training)", "After BC warm-up", "After BC + M-GRPO", "Behaviour cloning", "M-GRPO",
+                 "data:image/png;base64,"):
+        assert text in html, text
+    assert "src='http" not in html and 'src="http' not in html and "<link" not in html  # self-contained
+    # the demonstrations are real expert successes on the training pages
+    demos = json.loads((out / "stages" / "demos.json").read_text())
+    assert demos["successful"] == demos["episodes"] == len(cfg.tasks) * cfg.demos_per_task
+
+
+def test_evaluation_pages_are_held_out_from_the_demonstrations(smoke_run):
+    from webr1_kit.trajectory import read_jsonl
+
+    out, _ = smoke_run
+    demo_seeds = {(t.task_id, t.seed) for t in read_jsonl(out / "demos.jsonl")}
+    eval_seeds = {(t.task_id, t.seed) for t in read_jsonl(out / "eval" / "rl.jsonl")}
+    assert eval_seeds and not demo_seeds & eval_seeds
+
+
+def test_a_rerun_skips_finished_stages(smoke_run):
+    out, _ = smoke_run
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "stages").iterdir()}
+    run(run_pipeline("smoke", out, progress=False))
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "stages").iterdir()}
+    assert before == after
+
+
+def test_a_changed_config_is_refused_rather_than_mixed(smoke_run):
+    out, _ = smoke_run
+    with pytest.raises(ValueError, match="different config.*grpo.steps"):
+        Pipeline(scale_config("smoke", {"grpo": {"steps": 3}}), out)
+
+
+def test_bad_overrides_name_the_key():
+    with pytest.raises(ConfigError, match="grpo: unknown key 'stepz'"):
+        scale_config("smoke", {"grpo": {"stepz": 3}})
+    with pytest.raises(ValueError, match="unknown scale 'huge'"):
+        scale_config("huge")
+
+
+def test_a_report_of_an_unfinished_run_says_what_is_missing(tmp_path):
+    out = tmp_path / "empty"
+    Pipeline(SCALES["smoke"], out)
+    html = write_report(out).read_text()
+    assert "Base model (no training): not evaluated yet" in html
+    assert "the M-GRPO stage has not run" in html
