@@ -4,6 +4,8 @@
     webr1 tasks list --suite arena --split test --json
     webr1 eval --suite miniwob --tasks click-button,enter-text --policy scripted --episodes 16 --concurrency 8 --json
     webr1 eval --suite arena --split test --policy expert --json
+    webr1 eval --suite webarena-lite --split test --policy PATH     # your own WebArena sites
+    webr1 webarena check
     webr1 sites serve
     webr1 experts record --split train --out demos.jsonl
     webr1 demo
@@ -74,13 +76,23 @@ def _select_tasks(args: argparse.Namespace) -> list:
     from .tasks import load_tasks
 
     wanted = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks else None
-    tasks = load_tasks(args.suite, names=wanted, split=args.split or _default_split(args.suite))
+    kwargs = _webarena_sources(args) if args.suite in WEBARENA_SUITES else {}
+    tasks = load_tasks(args.suite, names=wanted, split=args.split or _default_split(args.suite), **kwargs)
     if not tasks:
         raise ValueError("no tasks selected")
     if args.limit is not None and args.limit < len(tasks):
         keep = set(random.Random(args.seed).sample(range(len(tasks)), args.limit))
         tasks = [t for i, t in enumerate(tasks) if i in keep]
     return tasks
+
+
+WEBARENA_SUITES = ("webarena", "webarena-lite")
+
+
+def _webarena_sources(args: argparse.Namespace) -> dict[str, Any]:
+    """Where the WebArena config, task file and Lite split come from (None: environment/config file)."""
+    return {"config_path": getattr(args, "webarena_config", None), "tasks_file": getattr(args, "tasks_file", None),
+            "split_file": getattr(args, "split_file", None)}
 
 
 def _env_config(args: argparse.Namespace) -> Any:
@@ -123,6 +135,11 @@ def _eval(args: argparse.Namespace) -> int:
 
     tasks = _select_tasks(args)
     cfg = _env_config(args)
+    if args.suite in WEBARENA_SUITES:
+        from .tasks.webarena.sitecheck import preflight
+
+        for warning in preflight(tasks):  # raises InfraError when a site the tasks need is down
+            print(f"webr1: warning: {warning}", file=sys.stderr)
     policy = _make_policy(args.policy, args.seed, args)
     result = run(
         run_episodes(
@@ -132,6 +149,10 @@ def _eval(args: argparse.Namespace) -> int:
     )
     metrics = {"suite": args.suite, "split": args.split or _default_split(args.suite), "policy": args.policy,
                "seed": args.seed, **result.metrics}
+    if args.suite in WEBARENA_SUITES:
+        from .tasks.webarena import paper_table
+
+        metrics["by_paper_site"] = paper_table(result.trajectories)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -154,6 +175,11 @@ def _print_metrics(m: dict[str, Any]) -> None:
     print(f"episodes      {m['episodes']} ({m['infra_failures']} infrastructure failures)")
     print(f"mean turns    {m['mean_turns']:.2f}   invalid-action rate {m['invalid_action_rate']:.3f}")
     print(f"time          {m['seconds']:.1f} s   ({m['episodes_per_s']} episodes/s)")
+    if m.get("by_paper_site"):
+        from .tasks.webarena import format_paper_table
+
+        print("per site, as in the paper's table (OSS: shopping, CMS: shopping admin; n/e: not evaluated)")
+        print(format_paper_table(m["by_paper_site"]))
     for title, key in (("per site", "per_site"), ("per template", "per_template"), ("per task", "per_task")):
         rows = m.get(key, {})
         if 1 < len(rows) <= 60 or (key == "per_task" and len(rows) == 1):
@@ -345,6 +371,23 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _webarena_check(args: argparse.Namespace) -> int:
+    """Which WebArena sites are up, logged in, and unchanged since their last reset."""
+    from dataclasses import asdict
+
+    from .aio import run
+    from .tasks.webarena import load_config
+    from .tasks.webarena.sitecheck import check, format_table
+
+    cfg = load_config(args.webarena_config)
+    rows = run(check(cfg, login=not args.no_login, mark_reset=args.mark_reset, timeout_s=args.timeout))
+    print(json.dumps([asdict(r) for r in rows]) if args.json else format_table(rows))
+    bad = [r.site for r in rows if not r.ok]
+    if bad:
+        print(f"webr1: not ready: {', '.join(bad)}", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def _install_browser(args: argparse.Namespace) -> int:
     from .install import install_browser
 
@@ -393,8 +436,11 @@ def build_parser() -> argparse.ArgumentParser:
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION")
     tsub.required = True
     tl = tsub.add_parser("list", help="list tasks", description="List the tasks of a suite or task file.")
-    tl.add_argument("--suite", default="miniwob", help="miniwob, arena, or a .json/.jsonl task file")
-    tl.add_argument("--split", default=None, help="arena split: train (default), test or all")
+    tl.add_argument("--suite", default="miniwob",
+                    help="miniwob, arena, webarena, webarena-lite (configured by environment/config file), "
+                    "or a .json/.jsonl task file")
+    tl.add_argument("--split", default=None,
+                    help="arena split: train (default), test or all; webarena-lite: test (default), train or all")
     tl.add_argument("--json", action="store_true", help="print JSON (task names for miniwob, records otherwise)")
     tl.set_defaults(func=_tasks_list)
 
@@ -403,8 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run episodes of a policy in a real headless Chromium and report success rate, "
         "invalid-action rate, turns and infrastructure failures.",
     )
-    ev.add_argument("--suite", default="miniwob", help="miniwob, arena, or a .json/.jsonl task file")
-    ev.add_argument("--split", default=None, help="arena split: train (default), test or all")
+    ev.add_argument("--suite", default="miniwob",
+                    help="miniwob, arena, webarena, webarena-lite (your own WebArena sites), or a .json/.jsonl task file")
+    ev.add_argument("--split", default=None,
+                    help="arena split: train (default), test or all; webarena-lite: test (default), train or all")
     ev.add_argument("--tasks", default=None, help="comma-separated task names/ids, or arena template ids "
                     "(default: all of the suite/split)")
     ev.add_argument("--limit", type=int, default=None, help="run a seeded sample of N of the selected tasks")
@@ -425,6 +473,16 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", help="directory for trajectories.jsonl, metrics.json and config.json")
     ev.add_argument("--json", action="store_true", help="print one JSON object with the metrics")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    wag = ev.add_argument_group("WebArena (--suite webarena / webarena-lite; see the README section 'Real WebArena')")
+    wag.add_argument("--webarena-config", metavar="FILE",
+                     help="YAML/JSON with sites, tasks, split_file, judge, ... (default: $WEBR1_WEBARENA_CONFIG; "
+                     "site URLs also from SHOPPING, SHOPPING_ADMIN, REDDIT, GITLAB, MAP, WIKIPEDIA, HOMEPAGE)")
+    wag.add_argument("--tasks-file", metavar="PATH",
+                     help="WebArena's config_files/test.raw.json or a folder of per-task N.json (default: "
+                     "$WEBR1_WEBARENA_TASKS or tasks: in the config)")
+    wag.add_argument("--split-file", metavar="PATH",
+                     help="WebArena-Lite's split: its test_webarena_lite.raw.json, or {\"train\": [ids], \"test\": [ids]} "
+                     "(default: $WEBR1_WEBARENA_SPLIT or split_file: in the config)")
     ev.set_defaults(func=_eval)
 
     demo = sub.add_parser(
@@ -508,6 +566,26 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--groups", action="store_true",
                     help="show GRPO groups side by side (episodes of one task and page seed), with advantages")
     rp.set_defaults(func=_replay)
+
+    wa = sub.add_parser("webarena", help="your own WebArena sites: check them")
+    wasub = wa.add_subparsers(dest="webarena_command", metavar="ACTION")
+    wasub.required = True
+    wc = wasub.add_parser(
+        "check", help="are the WebArena sites up, logged in, and unchanged since their reset?",
+        description="For every configured WebArena site: is it reachable, does the kit's saved login still work "
+        "(logging in again when it does not), and has its state changed since `check --mark-reset` was run right "
+        "after the sites were reset (a fingerprint of a few cheap reads; see tasks/webarena/sitecheck.py for what "
+        "it can and cannot see). Exit status 1 when a configured site is down or cannot be logged in to.",
+    )
+    wc.add_argument("--webarena-config", metavar="FILE", help="YAML/JSON config (default: $WEBR1_WEBARENA_CONFIG "
+                    "and the SHOPPING, SHOPPING_ADMIN, REDDIT, GITLAB, MAP, WIKIPEDIA, HOMEPAGE variables)")
+    wc.add_argument("--no-login", action="store_true",
+                    help="no browser and no new logins: reachability, and the state column from saved logins")
+    wc.add_argument("--mark-reset", action="store_true",
+                    help="record the sites' current state as the freshly reset one (run right after a reset)")
+    wc.add_argument("--timeout", type=float, default=10.0, help="seconds per reachability request (default 10)")
+    wc.add_argument("--json", action="store_true", help="print the rows as JSON")
+    wc.set_defaults(func=_webarena_check)
 
     ib = sub.add_parser("install-browser", help="find or install a Chromium the kit can drive",
                         description="Use an existing browser if there is one; otherwise try Playwright's own "

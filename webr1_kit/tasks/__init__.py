@@ -3,6 +3,8 @@
     load_tasks("miniwob")                          # every MiniWoB++ task in the package
     load_tasks("miniwob", names=["click-button"])
     load_tasks("path/to/tasks.json")               # WebArena-format JSON or JSONL
+    load_tasks("webarena-lite", split="test")      # real WebArena-Lite (sites and files configured:
+                                                   # see tasks/webarena/config.py)
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 from .suite import Suite
 from .task import Task, TaskSchemaError, Verdict, load_task_file
 
-SUITES = ("miniwob", "arena")
+SUITES = ("miniwob", "arena", "webarena", "webarena-lite")
 """Named suites `load_tasks` knows, besides task files."""
 
 _suites: dict[str, Suite] = {}
@@ -31,6 +33,10 @@ def get_suite(name: str) -> Suite:
             from .arena import ArenaSuite
 
             _suites[name] = ArenaSuite()
+        elif name == "webarena":
+            from .webarena import WebArenaSuite
+
+            _suites[name] = WebArenaSuite()
         else:
             raise ValueError(f"unknown suite {name!r}; known suites: json, {', '.join(SUITES)}")
     return _suites[name]
@@ -40,7 +46,9 @@ def load_tasks(source: str, names: list[str] | None = None, split: str | None = 
     """Tasks of a named suite, or from a JSON/JSONL task file.
 
     source: "miniwob" or a path. names: keep only these task names/ids.
-    split: "train", "test" or "all" for the arena (default train); MiniWoB++ has none.
+    split: "train", "test" or "all" for the arena (default train) and WebArena-Lite
+    (default test); MiniWoB++ and full WebArena have none.
+    kwargs go to the suite's loader (for WebArena: config, config_path, tasks_file, split_file).
     """
     if source == "miniwob":
         from . import miniwob
@@ -56,6 +64,10 @@ def load_tasks(source: str, names: list[str] | None = None, split: str | None = 
             wanted = set(names)
             tasks = [t for t in tasks if t.task_id in wanted or t.template in wanted]
         return tasks
+    if source in ("webarena", "webarena-lite"):
+        from . import webarena
+
+        return webarena.tasks(source, split=split, names=names, **kwargs)
     path = Path(source)
     if path.suffix in (".json", ".jsonl") or path.exists():
         tasks = load_task_file(path)

@@ -12,8 +12,9 @@ Departures from WebArena's code:
 - An episode that ends without `exit(...)` has no answer, and string_match fails
   even when the reference is "N/A". WebArena's release gives such runs reward 1
   on "N/A" tasks (see PAPER.md, "Gaps").
-- `program_html` locators prefixed with `func:` (WebArena's Python helpers) are not
-  run here; such checks raise EvaluationUnavailable.
+- `program_html` checks that call WebArena's Python helpers (`func:` URLs or locators)
+  run only when the caller passes `helpers` (the WebArena suite does: see
+  tasks/webarena/helpers.py); without it they raise EvaluationUnavailable.
 - `must_include` needles match on word boundaries: "2" is not found in "12" (nor
   "25.99" in "125.99"). WebArena gets the same protection by tokenising single-word
   references with NLTK; plain substring containment would reward an agent that
@@ -23,6 +24,9 @@ Departures from WebArena's code:
   a tab of the agent nor passes through the agent's URL sandbox, and the agent's
   page stays where it is for url_match. An empty locator reads the page's visible
   text (WebArena reads its HTML).
+- `url_match` requires the same host and path (trailing slash aside); WebArena's
+  "GOLD in PRED" rule passes any URL whose host+path merely contains the reference's
+  (so "/f/books" also matched "/f/booksclub").
 - A task whose eval block cannot score anything (no reference answers, an unknown
   evaluator) raises EvaluationUnavailable instead of passing every answer.
 """
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Awaitable, Callable, Protocol, Union
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .task import Task, Verdict
@@ -165,13 +169,24 @@ def url_match(task: Task, url: str) -> dict[str, Any]:
     return {"type": "url_match", "passed": False, "reason": f"final URL {url} does not match {ref}"}
 
 
-async def program_html(task: Task, page: Any, context: Any) -> dict[str, Any]:
+class Helpers(Protocol):
+    """Resolves WebArena's `func:` expressions (the text after "func:")."""
+
+    async def url(self, expr: str, page: Any) -> str:
+        """The URL a `url: "func:..."` check loads; `page` is the agent's page (its URL is __last_url__)."""
+
+    async def locate(self, expr: str, page: Any) -> str:
+        """The content a `locator: "func:..."` check reads on `page`, the loaded check page."""
+
+
+async def program_html(task: Task, page: Any, context: Any, helpers: Helpers | None = None) -> dict[str, Any]:
     """Run each `eval.program_html` check: read the locator on the agent's current page
     ("last") or on a freshly loaded URL, and compare with `required_contents`.
 
     A locator that throws (the element is missing) reads as "" and the check fails, as in
     WebArena. Raises EvaluationUnavailable when a page cannot be loaded (network error,
-    HTTP 5xx, timeout), for `func:` helpers, and for locators that are not valid JavaScript.
+    HTTP 5xx, timeout), for `func:` helpers when no `helpers` are given, and for locators
+    that are not valid JavaScript.
     """
     items = task.eval.get("program_html") or []
     if not items:
@@ -180,9 +195,16 @@ async def program_html(task: Task, page: Any, context: Any) -> dict[str, Any]:
     try:
         for i, item in enumerate(items):
             url, locator = item["url"], item.get("locator", "")
+            prep = item.get("prep_actions", [])
             if locator.startswith("func:") or url.startswith("func:"):
-                raise EvaluationUnavailable(f"program_html[{i}]: helper functions ({locator or url}) are not supported")
-            content = await reader.read(url, locator, item.get("prep_actions", []), i)
+                if helpers is None:
+                    raise EvaluationUnavailable(f"program_html[{i}]: helper functions ({locator or url}) are not supported")
+                if url.startswith("func:"):
+                    url = await helpers.url(url[len("func:"):], page)
+            if locator.startswith("func:"):
+                content = await helpers.locate(locator[len("func:"):], await reader.open(url, prep, i))
+            else:
+                content = await reader.read(url, locator, prep, i)
             req = item["required_contents"]
             if "exact_match" in req and clean(content) != clean(req["exact_match"]):
                 return {"type": "program_html", "passed": False,
@@ -228,11 +250,11 @@ class _Reader:
                 self.own_page = await self.context.new_page()
         return self.own_page
 
-    async def read(self, url: str, locator: str, prep_actions: list[str], i: int) -> str:
-        """Evaluate `locator` (JavaScript from the task file, never from the model) on `url`."""
+    async def open(self, url: str, prep_actions: list[str], i: int) -> Any:
+        """The page to check: the agent's ("last") or `url` loaded in the evaluation page,
+        after the task file's prep actions."""
         from playwright.async_api import Error as PlaywrightError
 
-        expr = locator.strip().rstrip(";").strip() or _PAGE_TEXT_JS
         try:
             target = self.page
             if url != "last":
@@ -248,6 +270,14 @@ class _Reader:
                 await target.evaluate(f"() => {{ {prep} }}")
             except PlaywrightError:
                 pass
+        return target
+
+    async def read(self, url: str, locator: str, prep_actions: list[str], i: int) -> str:
+        """Evaluate `locator` (JavaScript from the task file, never from the model) on `url`."""
+        from playwright.async_api import Error as PlaywrightError
+
+        expr = locator.strip().rstrip(";").strip() or _PAGE_TEXT_JS
+        target = await self.open(url, prep_actions, i)
         try:
             result = await target.evaluate(_LOCATOR_JS.format(expr=expr))
         except PlaywrightError as exc:
@@ -273,11 +303,13 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-async def evaluate(task: Task, answer: str | None, page: Any, context: Any, judge: Judge = text_judge) -> Verdict:
+async def evaluate(task: Task, answer: str | None, page: Any, context: Any, judge: Judge = text_judge,
+                   helpers: Helpers | None = None) -> Verdict:
     """Run every evaluator in `task.eval["eval_types"]`; the reward is their product.
 
     `page` is the agent's current page (url_match, program_html "last"), `context` its
-    browser context (for program_html pages, which see the agent's login). Every
+    browser context (for program_html pages, which see the agent's login); `helpers`
+    resolve WebArena's `func:` expressions in program_html checks. Every
     evaluator runs, so `checks` lists each one's verdict. Raises EvaluationUnavailable
     when any evaluator cannot run or the task names none.
     """
@@ -291,7 +323,7 @@ async def evaluate(task: Task, answer: str | None, page: Any, context: Any, judg
         elif kind == "url_match":
             checks.append(url_match(task, page.url))
         elif kind == "program_html":
-            checks.append(await program_html(task, page, context))
+            checks.append(await program_html(task, page, context, helpers))
         else:
             # Skipping it would let the remaining evaluators alone decide the reward.
             raise EvaluationUnavailable(f"task {task.task_id}: unknown evaluator {kind!r}")

@@ -1,0 +1,68 @@
+"""Real WebArena and WebArena-Lite, on the user's own WebArena Docker sites.
+
+    from webr1_kit.tasks import webarena
+    cfg = webarena.load_config("webarena.yaml")        # or SHOPPING=... REDDIT=... in the environment
+    test = webarena.tasks("webarena-lite", split="test", config=cfg)
+    result = await wk.run_episodes(policy, test, concurrency=4)
+    webarena.paper_table(result.trajectories)          # Reddit / GitLab / CMS / Map / OSS / Avg
+
+The kit does not ship WebArena's tasks, its sites, or WebArena-Lite's split; the user
+points it at them (config.py says how). Modules:
+
+    config.py     site URLs, task files, accounts, judge: from a file and the environment
+    taskfiles.py  WebArena's task files and Lite's split -> Task records, placeholders filled in
+    auth.py       auto-login as data, saved storage state reused in every browser context
+    judge.py      fuzzy_match through an OpenAI-compatible chat endpoint (urllib)
+    helpers.py    the `func:` helpers program_html checks call
+    sitecheck.py  reachability, login and changed-since-reset checks (`webr1 webarena check`)
+    suite.py      the Suite hooks, and results laid out like the paper's table
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..task import Task
+from .config import (
+    ACCOUNTS,
+    PLACEHOLDERS,
+    SITES,
+    JudgeConfig,
+    WebArenaConfig,
+    WebArenaConfigError,
+    active_config,
+    configure,
+    load_config,
+)
+from .suite import PAPER_COLUMNS, WebArenaSuite, format_paper_table, paper_table
+
+SUITE_NAMES = ("webarena", "webarena-lite")
+
+
+def tasks(suite: str = "webarena-lite", split: str | None = None, names: Iterable[str] | None = None,
+          config: WebArenaConfig | None = None, config_path: str | None = None, tasks_file: str | None = None,
+          split_file: str | None = None) -> list[Task]:
+    """The tasks of "webarena" (all 812, no split) or "webarena-lite" (split "test", the
+    default, "train" or "all"), with the configured site URLs filled in.
+
+    config: a loaded configuration; otherwise it is read from `config_path`, the
+    environment and `tasks_file` / `split_file`. The configuration becomes the active one,
+    so the episodes of these tasks run against the same sites. Raises
+    WebArenaConfigError naming whatever is missing.
+    """
+    from .taskfiles import load
+
+    if suite not in SUITE_NAMES:
+        raise ValueError(f"unknown WebArena suite {suite!r}; use one of {', '.join(SUITE_NAMES)}")
+    if config is None:
+        config = load_config(config_path, tasks=tasks_file, split_file=split_file)
+    selected = load(config, lite=suite == "webarena-lite", split=split, names=names)
+    configure(config)
+    return selected
+
+
+__all__ = [
+    "ACCOUNTS", "PAPER_COLUMNS", "PLACEHOLDERS", "SITES", "SUITE_NAMES", "JudgeConfig", "WebArenaConfig",
+    "WebArenaConfigError", "WebArenaSuite", "active_config", "configure", "format_paper_table", "load_config",
+    "paper_table", "tasks",
+]
