@@ -22,6 +22,7 @@ import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 
 def generator_throughput(policy, prompts: list[list[int]], new_tokens: int) -> dict[int, float]:
@@ -90,34 +91,54 @@ class NaivePolicy:
 
 
 async def trajectories_per_minute(policy, tasks, turns: int, concurrency: int, seed: int,
-                                  episodes: int = 1, grouped: bool = False) -> dict[str, float]:
-    """Same jobs (tasks x episodes, same page and sampling seeds) run twice: one at a time
-    with `NaivePolicy`, then by the kit (concurrent episodes, one batching generator)."""
+                                  episodes: int = 1, grouped: bool = False,
+                                  idle_pct: float | None = None) -> dict[str, float]:
+    """Same jobs (tasks x episodes, same page and sampling seeds) run by a naive loop (one
+    episode at a time, `NaivePolicy`) and by the kit (concurrent episodes, one batching
+    generator), in the order naive, kit, kit, naive: on a shared machine, load that drifts
+    during the run then weighs on both sides alike."""
     from webr1_kit.browser import Browser, BrowserEnv
     from webr1_kit.rollout import episode_seeds, run_episode, run_episodes
 
-    async with Browser() as browser:
+    async def naive_run() -> tuple[float, list]:
         env = BrowserEnv(browser)
         naive_policy = NaivePolicy(policy)
         t0 = time.perf_counter()
-        naive = []
+        out = []
         for job in episode_seeds(tasks, episodes, seed, grouped):
-            naive.append(await run_episode(env, job.task, naive_policy, job.seed, turns, sample_seed=job.sample_seed))
-        naive_s = time.perf_counter() - t0
+            out.append(await run_episode(env, job.task, naive_policy, job.seed, turns, sample_seed=job.sample_seed))
+        dt = time.perf_counter() - t0
         await env.close()
+        return dt, out
+
+    async def kit_run() -> tuple[float, list]:
         t0 = time.perf_counter()
         res = await run_episodes(policy, tasks, episodes=episodes, grouped=grouped, concurrency=concurrency,
                                  max_turns=turns, seed=seed, browser=browser)
-        async_s = time.perf_counter() - t0
-    turns_naive = sum(len(t.turns) for t in naive)
-    turns_async = sum(len(t.turns) for t in res.trajectories)
+        return time.perf_counter() - t0, res.trajectories
+
+    async with Browser() as browser:
+        runs = {"naive": [], "async_batched": []}
+        for side in ("naive", "async_batched", "async_batched", "naive"):
+            if idle_pct is not None:
+                from bench_env import wait_idle  # bench/ is on sys.path when this script runs
+
+                wait_idle(idle_pct, lambda m: print("  " + m, flush=True))
+            dt, trajs = await (naive_run() if side == "naive" else kit_run())
+            runs[side].append((dt, trajs))
+            print(f"  {side}: {dt:.1f} s", flush=True)
+
+    def side(name: str) -> dict[str, Any]:
+        secs = [dt for dt, _ in runs[name]]
+        n = sum(len(t) for _, t in runs[name])
+        return {"seconds": [round(x, 1) for x in secs], "turns": sum(len(x.turns) for _, t in runs[name] for x in t),
+                "trajectories_per_min": round(60 * n / sum(secs), 2)}
+
+    naive, kit = side("naive"), side("async_batched")
     return {
         "tasks": len(tasks), "episodes_per_task": episodes, "grouped": grouped, "max_turns": turns,
-        "concurrency": concurrency,
-        "naive": {"seconds": round(naive_s, 1), "turns": turns_naive, "trajectories_per_min": round(60 * len(naive) / naive_s, 2)},
-        "async_batched": {"seconds": round(async_s, 1), "turns": turns_async,
-                          "trajectories_per_min": round(60 * len(res.trajectories) / async_s, 2)},
-        "speedup": round(naive_s / async_s, 2),
+        "concurrency": concurrency, "order": "naive, kit, kit, naive", "naive": naive, "async_batched": kit,
+        "speedup": round(kit["trajectories_per_min"] / naive["trajectories_per_min"], 2),
     }
 
 
@@ -127,6 +148,8 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=3, help="turn limit per episode in the race (default 3)")
     ap.add_argument("--new-tokens", type=int, default=48, help="response length, tokens (default 48)")
     ap.add_argument("--concurrency", type=int, default=8, help="episodes at once for the kit (default 8)")
+    ap.add_argument("--wait-idle", type=float, default=None, metavar="PCT",
+                    help="before each timed run, wait until other processes use less than PCT%% of the CPU")
     ap.add_argument("--group", type=int, default=4, help="GRPO group size for the grouped race (default 4)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["generator", "prompts", "eval", "grpo"],
                     help="parts to leave out")
@@ -163,12 +186,14 @@ def main() -> None:
     if "prompts" not in args.skip:
         result["prompt_tokens_per_turn"] = prompt_tokens(policy, demos)
     if "eval" not in args.skip:  # evaluation-style: distinct tasks, one episode each
-        result["rollouts"] = asyncio.run(trajectories_per_minute(policy, sample, args.turns, args.concurrency, seed=0))
+        result["rollouts"] = asyncio.run(trajectories_per_minute(policy, sample, args.turns, args.concurrency, seed=0,
+                                                                 idle_pct=args.wait_idle))
         print(json.dumps(result["rollouts"]))
     if "grpo" not in args.skip:  # training-style: G episodes of each task (a GRPO group)
         k = max(1, args.tasks // args.group)
         result["rollouts_grouped"] = asyncio.run(trajectories_per_minute(
-            policy, sample[:k], args.turns, k * args.group, seed=0, episodes=args.group, grouped=True))
+            policy, sample[:k], args.turns, k * args.group, seed=0, episodes=args.group, grouped=True,
+            idle_pct=args.wait_idle))
         print(json.dumps(result["rollouts_grouped"]))
     out = Path(__file__).parent / "results" / "bench_rollout.json"
     out.parent.mkdir(exist_ok=True)

@@ -137,6 +137,19 @@ async def test_concurrent_requests_are_batched(tiny, tokenizer):
     assert gen.stats["batches"] == 1 and gen.stats["requests"] == 8
 
 
+async def test_the_batch_waits_for_episodes_still_in_the_browser(tiny, tokenizer):
+    # Three episodes in flight; two reach the model 0.3 s after the first (a slow page).
+    async def late(gen, i):
+        await asyncio.sleep(0.3)
+        return await gen.generate(tokenizer.encode(f"prompt {i}"), seed=i)
+
+    for expected, batches in ((1, 2), (3, 1)):
+        gen = Generator(tiny, tokenizer, SamplingConfig(temperature=0, max_new_tokens=2, max_batch=8))
+        gen.expected = expected
+        await asyncio.gather(gen.generate(tokenizer.encode("prompt 0"), seed=0), late(gen, 1), late(gen, 2))
+        assert gen.stats["batches"] == batches, expected
+
+
 # ---------------------------------------------------------------- prompts
 
 

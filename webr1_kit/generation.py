@@ -50,12 +50,20 @@ class Generator:
     """Batched sampling from one model for many concurrent callers."""
 
     def __init__(self, model: Any, tokenizer: Any, cfg: SamplingConfig | None = None,
-                 stop: Sequence[str] = ("</answer>",), batch_wait_ms: float = 100.0):
+                 stop: Sequence[str] = ("</answer>",), batch_wait_ms: float = 100.0,
+                 straggler_wait_ms: float = 1500.0):
         self.model, self.tokenizer = model, tokenizer
         self.cfg = cfg or SamplingConfig()
         self.stop = tuple(stop)
         self.batch_wait_ms = batch_wait_ms
         """How long the first pending request waits for others to join its batch."""
+        self.straggler_wait_ms = straggler_wait_ms
+        """With `expected` callers, how long a batch may wait for all of them to be pending."""
+        self.expected = 1
+        """How many callers are running (episodes in flight; `rollout` sets it). A batch waits,
+        up to `straggler_wait_ms`, until that many requests are pending: episodes whose browser
+        step ends while a batch decodes would otherwise form a second, smaller batch, and the
+        two cohorts would then alternate for the rest of the run at half the batch size."""
         self._pending: list[_Request] = []
         self._static: tuple[int, ...] = ()
         self._static_cache: Any = None
@@ -82,6 +90,10 @@ class Generator:
         while self._pending:
             if len(self._pending) < self.cfg.max_batch:
                 await asyncio.sleep(self.batch_wait_ms / 1000)  # let other episodes join the batch
+                want = min(self.expected, self.cfg.max_batch)
+                deadline = time.perf_counter() + self.straggler_wait_ms / 1000
+                while len(self._pending) < want and time.perf_counter() < deadline:
+                    await asyncio.sleep(0.01)
             batch = self._take()
             try:
                 results = await asyncio.to_thread(self.generate_batch, [r.prompt_ids for r in batch],

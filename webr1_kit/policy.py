@@ -17,12 +17,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from .config import LoRA, PolicyConfig, PromptConfig, SamplingConfig
+
+# peft imports bitsandbytes, which on CPUs with AVX512-BF16 logs a warning that an optional
+# download-at-run-time kernel package is missing. The kit never downloads at run time and
+# 4-bit works without it, so the message is only noise in every notebook and progress bar.
+logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -250,6 +256,11 @@ class LLMPolicy:
         turn_seed = _mix(self.seed, seed, task.task_id, len(history))
         out = await self.generator.generate(prompt.ids, seed=turn_seed)
         return Response(out.text, prompt.ids, out.ids, out.logprobs, out.finish, prompt.truncated)
+
+    def running(self, episodes: int) -> None:
+        """How many episodes are in flight (the rollout runner calls this): the generator
+        then gathers that many requests into a batch before decoding, within a short wait."""
+        self.generator.expected = max(1, episodes)
 
     def set_sampling(self, sampling: SamplingConfig) -> None:
         """Change how responses are sampled (e.g. greedy for evaluation)."""

@@ -229,9 +229,17 @@ async def run_episodes(
         queue.put_nowait(i)
     bar = _progress_bar(len(jobs)) if progress is True else None
     t0 = time.perf_counter()
+    # A model policy batches the requests of concurrent episodes; telling it how many are in
+    # flight lets it wait for all of them rather than decode for whichever arrived first.
+    tell = getattr(policy, "running", None)
+    in_flight = 0
 
     async def worker() -> None:
+        nonlocal in_flight
         env = BrowserEnv(browser, config or browser.config)
+        in_flight += 1
+        if callable(tell):
+            tell(in_flight)
         try:
             while not queue.empty():
                 i = queue.get_nowait()
@@ -244,6 +252,9 @@ async def run_episodes(
                 elif callable(progress):
                     progress(results[i])
         finally:
+            in_flight -= 1
+            if callable(tell):
+                tell(in_flight)
             await env.close()
 
     try:
