@@ -62,6 +62,7 @@ _EXPORTS = {
     "scale_config": "pipeline",
     "run_pipeline": "pipeline",
     "write_report": "report",
+    "results_table": "report",
     "evaluate_policy": "grpo",
 }
 

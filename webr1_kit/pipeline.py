@@ -205,6 +205,18 @@ class Pipeline:
         tmp.replace(p)
         return result
 
+    def tasks(self, which: str = "train") -> list:
+        """The tasks of this config: "train" (demonstrations and RL) or "eval" (held out)."""
+        if which not in ("train", "eval"):
+            raise ValueError(f"which must be 'train' or 'eval', got {which!r}")
+        return _tasks(self.cfg, which)
+
+    def evaluations(self) -> dict[str, Path]:
+        """{name: episodes file} of every finished evaluation of this run, oldest first."""
+        done = sorted((self.out / "stages").glob("eval-*.json"), key=lambda p: p.stat().st_mtime)
+        files = {p.stem[len("eval-"):]: self.out / "eval" / f"{p.stem[len('eval-'):]}.jsonl" for p in done}
+        return {name: f for name, f in files.items() if f.is_file()}
+
     def policy(self, adapter: Path | None = None) -> Any:
         """The policy, loaded once; `adapter` replaces its adapter weights."""
         from .policy import load_policy
@@ -236,22 +248,26 @@ class Pipeline:
         return self.mark("demos", {"episodes": len(res.trajectories), "successful": len(good),
                                    "turns": sum(len(t.turns) for t in good), "seconds": round(res.seconds, 1)})
 
-    async def evaluate(self, name: str, adapter: Path | None, max_turns: int | None = None) -> dict[str, Any]:
+    async def evaluate(self, name: str, adapter: Path | None, max_turns: int | None = None,
+                       tasks: list | None = None, episodes: int | None = None) -> dict[str, Any]:
         """Greedy episodes on the held-out instances, recorded under eval/<name>.jsonl and
         stages/eval-<name>.json. `adapter` None means the untrained base model; `max_turns`
-        overrides the config's turn limit (the test-time scaling ablation)."""
+        overrides the config's turn limit (the test-time scaling ablation); `tasks` and
+        `episodes` replace the held-out tasks and the episodes per task (e.g. transfer to
+        another suite). `name` identifies the evaluation: a finished one is returned as recorded."""
         from .rollout import run_episodes
         from .trajectory import write_jsonl
 
         if (r := self.done(f"eval-{name}")) is not None:
             return r
         policy = self.policy()
-        tasks = _tasks(self.cfg, "eval")
-        self.say(f"evaluating {name}: {len(tasks)} tasks x {self.cfg.eval_episodes} held-out episodes (greedy)")
+        tasks = tasks if tasks is not None else _tasks(self.cfg, "eval")
+        episodes = episodes or self.cfg.eval_episodes
+        self.say(f"evaluating {name}: {len(tasks)} tasks x {episodes} held-out episodes (greedy)")
         sampling = policy.sampling
         policy.set_sampling(replace(sampling, temperature=0.0))
         # Screenshots (~30 ms a step) so that the report can replay episodes.
-        kw = dict(episodes=self.cfg.eval_episodes, concurrency=self.cfg.concurrency,
+        kw = dict(episodes=episodes, concurrency=self.cfg.concurrency,
                   max_turns=max_turns or self.cfg.max_turns, seed=self.cfg.seed + EVAL_SEED_OFFSET,
                   progress=self.progress, config=replace(self.cfg.env, screenshot=True))
         try:

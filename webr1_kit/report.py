@@ -114,6 +114,86 @@ def _replays(out: Path) -> tuple[str, list[str]]:
     return "", ["no evaluation episodes to replay yet"]
 
 
+def token_stats(trajectories: list[Any]) -> dict[str, Any]:
+    """Mean prompt and response tokens per turn, and the mean prompt length at each turn
+    index (how the context grows), from a model policy's recorded token ids. Turns without
+    token records (a scripted policy's) are left out; all None when there are none."""
+    turns = [(j, t) for traj in trajectories for j, t in enumerate(traj.turns) if t.prompt_ids is not None]
+    if not turns:
+        return {"prompt_tokens": None, "response_tokens": None, "prompt_tokens_by_turn": []}
+    by_turn: dict[int, list[int]] = {}
+    for j, t in turns:
+        by_turn.setdefault(j, []).append(len(t.prompt_ids))
+    return {"prompt_tokens": sum(len(t.prompt_ids) for _, t in turns) / len(turns),
+            "response_tokens": sum(len(t.completion_ids or []) for _, t in turns) / len(turns),
+            "prompt_tokens_by_turn": [sum(v) / len(v) for _, v in sorted(by_turn.items())]}
+
+
+class Table:
+    """Rows of results that show as an HTML table in a notebook and as text elsewhere."""
+
+    COLUMNS = (("label", "policy"), ("success_rate", "success"), ("ci95", "95% CI"), ("evaluated", "episodes"),
+               ("mean_turns", "turns"), ("invalid_action_rate", "invalid actions"), ("infra_failures", "infra"),
+               ("prompt_tokens_by_turn", "prompt tokens at turn 1, 2, ..."),
+               ("response_tokens", "response tokens/turn"))
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        self.rows = rows
+
+    @staticmethod
+    def cell(key: str, value: Any) -> str:
+        if value is None or value == []:
+            return "–"
+        if key in ("success_rate", "invalid_action_rate"):
+            return _pct(value)
+        if key == "ci95":
+            return f"{_pct(value[0])} – {_pct(value[1])}"
+        if key == "prompt_tokens_by_turn":
+            return " → ".join(f"{v:.0f}" for v in value[:6]) + (" …" if len(value) > 6 else "")
+        if isinstance(value, float):
+            return f"{value:.1f}"
+        return str(value)
+
+    def _repr_html_(self) -> str:
+        from .viz.page import esc
+
+        head = "".join(f"<th>{esc(title)}</th>" for _, title in self.COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td>{esc(self.cell(k, r.get(k)))}</td>" for k, _ in self.COLUMNS) + "</tr>"
+                       for r in self.rows)
+        return (f"<table class='w1-results' style='border-collapse:collapse'><tr>{head}</tr>{body}</table>"
+                "<style>table.w1-results td,table.w1-results th{border:1px solid #ccc;padding:2px 8px;"
+                "text-align:left}</style>")
+
+    def __repr__(self) -> str:
+        cells = [[title for _, title in self.COLUMNS]] + [[self.cell(k, r.get(k)) for k, _ in self.COLUMNS]
+                                                          for r in self.rows]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(self.COLUMNS))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+
+
+def results_table(results: Any) -> Table:
+    """Evaluations side by side, one row each: success with its 95% Wilson interval,
+    episodes, mean turns, invalid-action rate, infrastructure failures, the prompt length
+    at each turn (context compression keeps it flat) and the response tokens per turn.
+
+    results: {label: episodes}, where episodes is anything `wk.show` reads (an EvalResult,
+    a list of trajectories, a trajectory JSONL file, a GRPORun); `Pipeline.evaluations()`
+    gives a run's evaluation files. The returned Table's `rows` hold the numbers.
+    """
+    from .rollout import summarize
+    from .viz.sources import load
+
+    rows = []
+    for label, source in dict(results).items():
+        trajs = load(source).trajectories
+        m = summarize(trajs, 0.0)
+        keep = ("success_rate", "evaluated", "mean_turns", "invalid_action_rate", "infra_failures", "per_site",
+                "per_template", "per_task")
+        rows.append({"label": str(label), **{k: m[k] for k in keep}, "ci95": m["success_ci95"],
+                     **token_stats([t for t in trajs if t.status != "infra_failure"])})
+    return Table(rows)
+
+
 def write_report(out: str | Path, path: str | Path | None = None) -> Path:
     """Write <out>/report.html (or `path`) from the pipeline run in `out`; returns its path."""
     from .viz.page import esc

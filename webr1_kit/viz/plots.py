@@ -203,7 +203,8 @@ def plot_runs(runs: Mapping[str, Any], panels: Sequence[str] | None = None, save
                 if xs:
                     suffix = f" ({label})" if len(lines) > 1 else ""
                     style = "--" if phase == "eval" else ("-", ":", "-.")[k % 3]
-                    ax.plot(xs, ys, style, color=colours[name], label=name + suffix)
+                    ax.plot(xs, ys, style, color=colours[name], label=name + suffix,
+                            marker="o" if len(xs) < 30 else None, markersize=3)  # a one-step run still shows
         ax.set_title(panel, fontsize=10)
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=8)

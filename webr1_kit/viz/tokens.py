@@ -12,9 +12,9 @@ does, and shown grey and struck through.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
-from ..trajectory import Trajectory, pack
+from ..trajectory import Packed, Trajectory, pack
 from .page import HTML, esc, new_id
 
 
@@ -41,18 +41,24 @@ def _colour(advantage: float | None) -> str:
     return f"rgba(45,164,78,{strength:.2f})" if advantage > 0 else f"rgba(207,34,46,{strength:.2f})"
 
 
-def show_tokens(trajectory: Trajectory, tokenizer: Any, advantage: float | None = None,
-                train_think: bool = True) -> HTML:
+def show_tokens(trajectory: Trajectory | Sequence[Packed], tokenizer: Any, advantage: float | None = None,
+                train_think: bool = True, title: str | None = None) -> HTML:
     """The packed training sequences of a model policy's `trajectory`, token by token.
 
+    trajectory: a model policy's Trajectory (its sequences come from `trajectory.pack`),
+        or training sequences already built, e.g. `sft.examples(policy, [demo])`: what
+        behaviour cloning trains on, one sequence per turn of a scripted demonstration.
     advantage: the trajectory's group advantage (show_group shows it; it is the same for
         every response token of the trajectory). train_think: as GRPOConfig.train_think.
     Each token's tooltip gives its position, id, loss mask, turn and rollout log-prob.
-    Raises ValueError for a trajectory without token records (a scripted policy's).
+    Raises ValueError for a trajectory without token records (a scripted policy's; show
+    its behaviour-cloning sequences instead, as above).
     """
     from ..training import apply_think_mask
 
-    packed = pack(trajectory)
+    rollout = isinstance(trajectory, Trajectory)
+    packed = pack(trajectory) if rollout else list(trajectory)
+    name = title or (trajectory.task_id if rollout else f"{len(packed)} training sequence(s)")
     seqs = packed if train_think else [apply_think_mask(tokenizer, s, False) for s in packed]
     colour = _colour(advantage)
     parts, trained, total = [], 0, 0
@@ -64,7 +70,7 @@ def show_tokens(trajectory: Trajectory, tokenizer: Any, advantage: float | None 
             turn = raw.turn[i]
             tip = f"#{i} id {tid} mask {m}"
             if turn >= 0:
-                tip += f" turn {turn + 1} logp {seq.old_logprobs[i]:.3f}"
+                tip += f" turn {turn + 1}" + (f" logp {seq.old_logprobs[i]:.3f}" if rollout else "")
             if m:
                 spans.append(f"<span class='wr1-m1' data-i='{i}' data-m='1' title='{esc(tip)}' "
                              f"style='background:{colour}'>{esc(text)}</span>")
@@ -75,15 +81,19 @@ def show_tokens(trajectory: Trajectory, tokenizer: Any, advantage: float | None 
         trained, total = trained + n1, total + len(seq.input_ids)
         parts.append(f"<details open><summary>sequence {k + 1} of {len(seqs)}: {len(seq.input_ids)} tokens, {n1} "
                      f"trained</summary><div class='wr1-tokens' data-seq='{k}'>{''.join(spans)}</div></details>")
-    adv = f"{advantage:+.3f}" if advantage is not None else "not given (pass advantage=; show_group shows them)"
+    if advantage is not None:
+        adv = f", advantage {advantage:+.3f}"
+    else:  # behaviour-cloning sequences have no advantage: every trained token is a plain target
+        adv = ", advantage not given (pass advantage=; show_group shows them)" if rollout else ""
     legend = (
         f"<div class='wr1-meta'><span style='background:{colour}'>&nbsp;trained&nbsp;</span> response tokens "
-        f"(loss_mask 1), advantage {esc(adv)} &middot; <span style='color:#8c959f'>grey</span>: context, "
+        f"(loss_mask 1){esc(adv)} &middot; <span style='color:#8c959f'>grey</span>: context, "
         "loss_mask 0, not trained"
         + (" &middot; <s>struck grey</s>: &lt;think&gt; tokens masked (train_think=False)" if not train_think else "")
-        + f"</div><div class='wr1-meta'>{total} tokens in {len(seqs)} sequence(s), {trained} trained. A new "
-        "sequence starts where context compression rewrote the history (see trajectory.pack).</div>"
+        + f"</div><div class='wr1-meta'>{total} tokens in {len(seqs)} sequence(s), {trained} trained. "
+        + ("A new sequence starts where context compression rewrote the history (see trajectory.pack).</div>"
+           if rollout else "</div>")
     )
-    body = (f"<div class='wr1' id='{new_id('tokens')}'><h3>tokens: {esc(trajectory.task_id)}</h3>"
+    body = (f"<div class='wr1' id='{new_id('tokens')}'><h3>tokens: {esc(name)}</h3>"
             f"{legend}{''.join(parts)}</div>")
-    return HTML(body, title=f"webr1 tokens: {trajectory.task_id}")
+    return HTML(body, title=f"webr1 tokens: {name}")

@@ -1,0 +1,93 @@
+"""The small helpers the notebooks use: results tables, a pipeline's tasks and evaluations,
+evaluating on other tasks, and the token view of what behaviour cloning trains on."""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+import pytest
+
+import webr1_kit as wk
+from webr1_kit.config import PromptConfig
+from webr1_kit.observation import Observation
+from webr1_kit.pipeline import Pipeline, scale_config
+from webr1_kit.report import results_table, token_stats
+from webr1_kit.trajectory import Trajectory, Turn, write_jsonl
+
+
+def model_traj(reward: float, prompts: list[int], completion: int = 3, task: str = "t") -> Trajectory:
+    turns = [Turn(observation={}, response="r", prompt_ids=[1] * n, completion_ids=[2] * completion,
+                  logprobs=[-1.0] * completion) for n in prompts]
+    return Trajectory(task, "i", 0, turns=turns, reward=reward, status="done", meta={"sites": ["shop"]})
+
+
+def test_results_table_rows_and_token_growth():
+    a = [model_traj(1.0, [100, 110]), model_traj(0.0, [100, 120, 140])]
+    b = [Trajectory("t", "i", 0, turns=[Turn(observation={}, response="x")], reward=1.0, status="done"),
+         Trajectory("t", "i", 1, status="infra_failure")]
+    table = results_table({"model": a, "<expert>": b})
+    model, expert = table.rows
+    assert model["success_rate"] == 0.5 and model["evaluated"] == 2 and model["mean_turns"] == 2.5
+    assert model["prompt_tokens_by_turn"] == [100, 115, 140] and model["response_tokens"] == 3
+    assert model["prompt_tokens"] == pytest.approx((100 + 110 + 100 + 120 + 140) / 5)
+    assert expert["success_rate"] == 1.0 and expert["infra_failures"] == 1 and expert["prompt_tokens"] is None
+    text = repr(table)
+    assert "100 → 115 → 140" in text and "50%" in text and "<expert>" in text
+    html = table._repr_html_()
+    assert "&lt;expert&gt;" in html and "<expert>" not in html  # labels are escaped
+    assert token_stats([]) == {"prompt_tokens": None, "response_tokens": None, "prompt_tokens_by_turn": []}
+
+
+def test_results_table_reads_files(tmp_path):
+    write_jsonl(tmp_path / "rl.jsonl", [model_traj(1.0, [50])])
+    (row,) = results_table({"rl": tmp_path / "rl.jsonl"}).rows
+    assert row["success_rate"] == 1.0 and row["per_site"] == {"shop": 1.0}
+
+
+def test_pipeline_tasks_and_finished_evaluations(tmp_path):
+    p = Pipeline(scale_config("smoke"), tmp_path / "run", progress=False)
+    assert [t.task_id for t in p.tasks("train")] == [t.task_id for t in p.tasks("eval")]
+    assert len(p.tasks()) == len(scale_config("smoke").tasks)
+    with pytest.raises(ValueError, match="train.*eval"):
+        p.tasks("test")
+    assert p.evaluations() == {}
+    for name in ("base", "bc"):
+        write_jsonl(p.out / "eval" / f"{name}.jsonl", [model_traj(0.0, [10])])
+        p.mark(f"eval-{name}", {"metrics": {}})
+    write_jsonl(p.out / "eval" / "half-written.jsonl", [model_traj(0.0, [10])])  # no stage record: not finished
+    assert p.evaluations() == {"base": p.out / "eval" / "base.jsonl", "bc": p.out / "eval" / "bc.jsonl"}
+
+
+def test_show_tokens_shows_what_behaviour_cloning_trains_on():
+    from transformers import AutoTokenizer
+
+    from webr1_kit.policy import embedded_path
+    from webr1_kit.sft import examples
+
+    tok = AutoTokenizer.from_pretrained(embedded_path())
+    obs = Observation(url="http://shop/1", title="t", content='<button id="4" data-text="Buy">').to_dict()
+    response = '<think>Click buy.</think><answer>do(action="Click", element="4")</answer>'
+    demo = Trajectory("t1", "Buy it", 0, turns=[Turn(observation=obs, response=response)], reward=1.0, status="done")
+    seqs = examples(SimpleNamespace(tokenizer=tok, prompt=PromptConfig()), [demo])
+    with pytest.raises(ValueError, match="no token record"):
+        wk.show_tokens(demo, tok)  # a scripted demonstration has no token ids of its own
+    body = wk.show_tokens(seqs, tok).body
+    trained = [int(i) for i in re.findall(r"data-i='(\d+)' data-m='1'", body)]
+    assert trained == [i for i, m in enumerate(seqs[0].loss_mask) if m]
+    assert tok.decode([seqs[0].input_ids[i] for i in trained]).startswith(response)
+    assert "1 training sequence(s)" in body and "logp" not in body and "advantage" not in body
+
+
+@pytest.mark.slow
+async def test_pipeline_evaluates_on_other_tasks(tmp_path):
+    p = Pipeline(scale_config("smoke", {"max_turns": 1}), tmp_path / "run", progress=False, log=lambda _: None)
+    other = wk.load_tasks("miniwob", names=["click-link"])
+    r = await p.evaluate("transfer", None, tasks=other, episodes=1)
+    assert r["metrics"]["episodes"] == 1 and list(r["metrics"]["per_task"]) == [other[0].task_id]
+    again = await p.evaluate("transfer", None, tasks=wk.load_tasks("miniwob", names=["click-button"]))
+    assert again == p.done("eval-transfer") and list(again["metrics"]["per_task"]) == [other[0].task_id]  # as recorded
+    assert list(p.evaluations()) == ["transfer"]
+    (traj,) = [json.loads(x) for x in p.evaluations()["transfer"].read_text().splitlines()]
+    assert traj["task_id"] == other[0].task_id and len(traj["turns"]) == 1
