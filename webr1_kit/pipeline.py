@@ -78,6 +78,10 @@ class PipelineConfig:
     max_turns: int = 6
     """Turn limit of every episode (demonstrations, RL and evaluation)."""
 
+    max_invalid: int | None = 3
+    """Evaluation episodes end after this many invalid actions (an untrained model writes
+    few valid ones; without a budget it would use every turn)."""
+
     concurrency: int = 8
     """Episodes at once."""
 
@@ -107,7 +111,7 @@ SCALES: dict[str, PipelineConfig] = {
         sampling=SamplingConfig(max_new_tokens=64, max_batch=16),
         sft=SFTConfig(epochs=2, batch_size=8, lr=5e-4, warmup_steps=2),
         grpo=GRPOConfig(steps=4, tasks_per_step=4, group_size=4, max_turns=4, concurrency=16, eval_every=0,
-                        lr=5e-5, save_every=1),
+                        lr=5e-5, save_every=1, max_invalid=3),
     ),
     "gpu": PipelineConfig(
         scale="gpu", model="Qwen/Qwen2.5-3B-Instruct", dtype="bfloat16", suite="arena", train_limit=None,
@@ -268,7 +272,8 @@ class Pipeline:
         policy.set_sampling(replace(sampling, temperature=0.0))
         # Screenshots (~30 ms a step) so that the report can replay episodes.
         kw = dict(episodes=episodes, concurrency=self.cfg.concurrency,
-                  max_turns=max_turns or self.cfg.max_turns, seed=self.cfg.seed + EVAL_SEED_OFFSET,
+                  max_turns=max_turns or self.cfg.max_turns, max_invalid=self.cfg.max_invalid,
+                  seed=self.cfg.seed + EVAL_SEED_OFFSET,
                   progress=self.progress, config=replace(self.cfg.env, screenshot=True))
         try:
             if adapter is None:
