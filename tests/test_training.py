@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -178,6 +179,12 @@ def test_sft_examples_use_the_rollout_prompt_and_train_only_the_response(tokeniz
     assert "Task: Buy item 3" in context and "[page content omitted" in context  # compressed, like rollouts
     no_think = examples(policy, [demo(3)], train_think=False)[0]
     assert "<think>" not in tokenizer.decode([t for t, m in zip(no_think.input_ids, no_think.loss_mask) if m])
+    # The no-thinking format (the ablation) clones answers only, in the targets and the history.
+    answers = examples(policy, [demo(3)], prompt=replace(policy.prompt, think=False))
+    target = tokenizer.decode([t for t, m in zip(answers[0].input_ids, answers[0].loss_mask) if m])
+    assert target.startswith("<answer>") and "Click buy." not in target
+    history = tokenizer.decode([t for t, m in zip(answers[1].input_ids, answers[1].loss_mask) if not m])
+    assert "Click buy." not in history and '<answer>do(action="Click", element="3")</answer>' in history
 
 
 def test_sft_loss_falls_on_a_tiny_dataset(tokenizer, tmp_path):

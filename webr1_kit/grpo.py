@@ -29,6 +29,10 @@ Departures from the paper (read these before comparing numbers):
    generator), so the ratio also absorbs any numerical difference between sampling
    and training forwards; RL forwards run with dropout off, so ρ = 1 at the first
    update, as in the paper's single-update setting.
+7. The KL reference is the model with the adapter switched off (no second copy of the
+   weights). When RL continues the BC adapter, that is the model *before* BC, not the
+   BC model the paper's reference would be; at β = 0.001 its pull is small, and the
+   logged `kl` measures the distance from the untrained model.
 """
 
 from __future__ import annotations

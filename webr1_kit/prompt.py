@@ -23,6 +23,8 @@ text is ever re-tokenised to rebuild what the model saw.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -31,7 +33,7 @@ from .config import PromptConfig
 
 SYSTEM = """You are a web agent. You complete tasks on websites by acting on the current web page, one action per turn.
 
-Each turn you get the page as simplified HTML: every element you can act on has a numeric id, e.g. <button id="6" data-text="Sign in">. Refer to elements by that id.
+Each turn you get the page as simplified HTML (or as an accessibility tree): every element you can act on has a numeric id, e.g. <button id="6" data-text="Sign in">. Refer to elements by that id.
 
 Actions (write exactly one per turn):
 {actions}
@@ -49,6 +51,11 @@ FORMAT_ANSWER = """Reply with one action only, in this format:
 
 def system_prompt(cfg: PromptConfig) -> str:
     return SYSTEM.format(actions=action_docs(), format=FORMAT_THINK if cfg.think else FORMAT_ANSWER)
+
+
+def strip_think(response: str) -> str:
+    """`response` without its <think>...</think> part (for the no-thinking ablation)."""
+    return re.sub(r"\s*<think>.*?</think>\s*", "", response, flags=re.S).strip()
 
 
 def placeholder(obs: dict[str, Any] | Any) -> str:

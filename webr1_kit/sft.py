@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
 from .config import PromptConfig, SFTConfig, to_dict
 from .observation import Observation
-from .prompt import build_prompt
+from .prompt import build_prompt, strip_think
 from .trajectory import Packed, Trajectory
 from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
                        save_checkpoint, token_logprobs)
@@ -29,10 +30,16 @@ from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_op
 
 def examples(policy: Any, demos: Iterable[Trajectory], prompt: PromptConfig | None = None,
              train_think: bool = True) -> list[Packed]:
-    """One training example per demonstration turn: prompt ids (masked) + response ids (trained)."""
+    """One training example per demonstration turn: prompt ids (masked) + response ids (trained).
+
+    With the thinking format off (`prompt.think=False`, the ablation), the demonstrations'
+    <think> parts are dropped from the targets and from the history, so the model is
+    cloned into the format its prompt asks for."""
     prompt = prompt or policy.prompt
     tok = policy.tokenizer
     out = []
+    if not prompt.think:
+        demos = [replace(t, turns=[replace(u, response=strip_think(u.response)) for u in t.turns]) for t in demos]
     for traj in demos:
         for j, turn in enumerate(traj.turns):
             p = build_prompt(tok, traj.intent, traj.turns[:j], Observation.from_dict(turn.observation), prompt)
