@@ -100,7 +100,13 @@ def embedded_path() -> Path:
     model.is_quantized = False
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    tmp = target.with_name(target.name + ".partial")
+    return _save_model_dir(target, model, tok)
+
+
+def _save_model_dir(target: Path, model: Any, tok: Any) -> Path:
+    """Save `model` and `tok` to `target` atomically (a per-process temporary folder, then a
+    rename), so that concurrent first uses never see a half-written model."""
+    tmp = target.with_name(target.name + f".partial-{os.getpid()}")
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     if target.exists():  # another process finished first
@@ -135,16 +141,7 @@ def tiny_path() -> Path:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(embedded_path())
-    tmp = target.with_name(target.name + f".partial-{os.getpid()}")
-    build_tiny_model(tok).save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    if target.exists():  # another process finished first
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        tmp.rename(target)
-    return target
+    return _save_model_dir(target, build_tiny_model(tok), tok)
 
 
 def resolve_model(name: str) -> str:
