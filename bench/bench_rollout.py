@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import time
@@ -71,8 +72,9 @@ def prompt_tokens(policy, trajectories) -> dict[str, float]:
 class NaivePolicy:
     """The loop a user writes first: the same model and prompts, one `model.generate` per step."""
 
-    def __init__(self, policy):
+    def __init__(self, policy, autocast: bool = False):
         self.policy = policy
+        self.autocast = autocast  # run the whole generate call under the kit's CPU autocast
 
     async def act(self, task, intent, observation, history, seed=0):
         import torch
@@ -81,8 +83,11 @@ class NaivePolicy:
 
         p = self.policy
         prompt = build_prompt(p.tokenizer, intent, history, observation, p.prompt)
+        from webr1_kit.training import compute_context
+
         torch.manual_seed(seed + len(history))
-        with torch.inference_mode():
+        precision = compute_context(p.model) if self.autocast else contextlib.nullcontext()
+        with torch.inference_mode(), precision:
             out = p.model.generate(torch.tensor([prompt.ids]), attention_mask=torch.ones(1, len(prompt.ids), dtype=torch.long),
                                    max_new_tokens=p.sampling.max_new_tokens, do_sample=True, temperature=1.0, top_p=1.0,
                                    top_k=0, stop_strings=["</answer>"], tokenizer=p.tokenizer,
@@ -92,7 +97,7 @@ class NaivePolicy:
 
 async def trajectories_per_minute(policy, tasks, turns: int, concurrency: int, seed: int,
                                   episodes: int = 1, grouped: bool = False,
-                                  idle_pct: float | None = None) -> dict[str, float]:
+                                  idle_pct: float | None = None, naive_autocast: bool = False) -> dict[str, float]:
     """Same jobs (tasks x episodes, same page and sampling seeds) run by a naive loop (one
     episode at a time, `NaivePolicy`) and by the kit (concurrent episodes, one batching
     generator), in the order naive, kit, kit, naive: on a shared machine, load that drifts
@@ -102,7 +107,7 @@ async def trajectories_per_minute(policy, tasks, turns: int, concurrency: int, s
 
     async def naive_run() -> tuple[float, list]:
         env = BrowserEnv(browser)
-        naive_policy = NaivePolicy(policy)
+        naive_policy = NaivePolicy(policy, naive_autocast)
         t0 = time.perf_counter()
         out = []
         for job in episode_seeds(tasks, episodes, seed, grouped):
@@ -137,7 +142,7 @@ async def trajectories_per_minute(policy, tasks, turns: int, concurrency: int, s
     naive, kit = side("naive"), side("async_batched")
     return {
         "tasks": len(tasks), "episodes_per_task": episodes, "grouped": grouped, "max_turns": turns,
-        "concurrency": concurrency, "order": "naive, kit, kit, naive", "naive": naive, "async_batched": kit,
+        "concurrency": concurrency, "order": "naive, kit, kit, naive", "naive_autocast": naive_autocast, "naive": naive, "async_batched": kit,
         "speedup": round(kit["trajectories_per_min"] / naive["trajectories_per_min"], 2),
     }
 
@@ -151,8 +156,15 @@ def main() -> None:
     ap.add_argument("--wait-idle", type=float, default=None, metavar="PCT",
                     help="before each timed run, wait until other processes use less than PCT%% of the CPU")
     ap.add_argument("--group", type=int, default=4, help="GRPO group size for the grouped race (default 4)")
+    ap.add_argument("--cpu-autocast", default="auto", choices=["auto", "bfloat16", "off"],
+                    help="the policy's PolicyConfig.cpu_autocast (default auto: bfloat16 prefill on CPUs with AMX/AVX512-BF16)")
+    ap.add_argument("--naive-autocast", action="store_true",
+                    help="run the naive loop's generate calls under the same autocast (default: float32, "
+                         "which decodes faster than autocast on the CPU)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["generator", "prompts", "eval", "grpo"],
                     help="parts to leave out")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "bench_rollout.json"),
+                    help="where to write the JSON results (default bench/results/bench_rollout.json)")
     args = ap.parse_args()
 
     from webr1_kit.config import PromptConfig, SamplingConfig
@@ -164,7 +176,8 @@ def main() -> None:
 
     t0 = time.perf_counter()
     policy = load_policy("embedded", lora=None, prompt=PromptConfig(max_prompt_tokens=1536),
-                         sampling=SamplingConfig(temperature=1.0, max_new_tokens=args.new_tokens, max_batch=16))
+                         sampling=SamplingConfig(temperature=1.0, max_new_tokens=args.new_tokens, max_batch=16),
+                         cpu_autocast=args.cpu_autocast)
     load_s = time.perf_counter() - t0
     test = arena_tasks("test")
     sample = test[:: max(1, len(test) // args.tasks)][: args.tasks]
@@ -175,7 +188,9 @@ def main() -> None:
                             PromptConfig(max_prompt_tokens=1024)).ids for d in demos[:16]]
     result = {
         "date": time.strftime("%Y-%m-%d"),
-        "model": "SmolLM2-135M-Instruct (embedded), float32, CPU",
+        "model": "SmolLM2-135M-Instruct (embedded), float32 weights, CPU",
+        "cpu_autocast": args.cpu_autocast,
+        "autocast_active": getattr(policy.model, "webr1_autocast", None) is not None,
         "model_load_s": round(load_s, 1),
     }
     if "generator" not in args.skip:
@@ -187,15 +202,15 @@ def main() -> None:
         result["prompt_tokens_per_turn"] = prompt_tokens(policy, demos)
     if "eval" not in args.skip:  # evaluation-style: distinct tasks, one episode each
         result["rollouts"] = asyncio.run(trajectories_per_minute(policy, sample, args.turns, args.concurrency, seed=0,
-                                                                 idle_pct=args.wait_idle))
+                                                                 idle_pct=args.wait_idle, naive_autocast=args.naive_autocast))
         print(json.dumps(result["rollouts"]))
     if "grpo" not in args.skip:  # training-style: G episodes of each task (a GRPO group)
         k = max(1, args.tasks // args.group)
         result["rollouts_grouped"] = asyncio.run(trajectories_per_minute(
             policy, sample[:k], args.turns, k * args.group, seed=0, episodes=args.group, grouped=True,
-            idle_pct=args.wait_idle))
+            idle_pct=args.wait_idle, naive_autocast=args.naive_autocast))
         print(json.dumps(result["rollouts_grouped"]))
-    out = Path(__file__).parent / "results" / "bench_rollout.json"
+    out = Path(args.out)
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))

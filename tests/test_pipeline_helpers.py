@@ -91,3 +91,17 @@ async def test_pipeline_evaluates_on_other_tasks(tmp_path):
     assert list(p.evaluations()) == ["transfer"]
     (traj,) = [json.loads(x) for x in p.evaluations()["transfer"].read_text().splitlines()]
     assert traj["task_id"] == other[0].task_id and len(traj["turns"]) == 1
+
+
+def test_the_benchmark_pipeline_configs_still_load():
+    """BENCHMARKS.md cites `webr1 demo --scale cpu --config bench/configs/<name>.json`: each file
+    must stay a valid override (an unknown or retyped key would raise ConfigError)."""
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parent.parent / "bench" / "configs").glob("*.json"))
+    assert files
+    for f in files:
+        overrides = json.loads(f.read_text())
+        cfg = scale_config("cpu", overrides)
+        assert cfg.suite == overrides.get("suite", "miniwob")
+        assert cfg.grpo.steps == overrides.get("grpo", {}).get("steps", cfg.grpo.steps)

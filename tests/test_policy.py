@@ -299,3 +299,39 @@ async def test_the_embedded_model_plays_an_arena_episode(browser):
     assert traj.status != "infra_failure" and traj.turns
     assert all(t.completion_ids and t.response for t in traj.turns)
     assert result.metrics["success_rate"] is not None
+
+
+# ---------------------------------------------------------------- CPU autocast
+
+
+def test_cpu_autocast_keeps_weights_float32_and_logprobs_close_to_training():
+    """With cpu_autocast the prefill runs in bfloat16 and decoding in float32; the recorded
+    log-probs must still agree with the training pass (also under autocast) closely enough
+    that M-GRPO's importance ratios stay near 1."""
+    from webr1_kit.trajectory import Packed
+    from webr1_kit.training import token_logprobs
+
+    policy = load_policy("tiny", lora=LoRA(r=4, alpha=8), cpu_autocast="bfloat16",
+                         sampling=SamplingConfig(temperature=1.0, max_new_tokens=10))
+    base = policy.model.get_base_model()
+    assert base.webr1_autocast is torch.bfloat16
+    assert all(p.dtype == torch.float32 for p in policy.model.parameters())
+    prompts = [list(range(100, 160)), list(range(300, 340))]
+    outs = policy.generator.generate_batch(prompts, [1, 2])
+    seqs = []
+    for p, o in zip(prompts, outs):
+        assert o.ids and len(o.logprobs) == len(o.ids)
+        seqs.append(Packed(input_ids=p + o.ids, loss_mask=[0] * len(p) + [1] * len(o.ids)))
+    with torch.no_grad():
+        again, _ = token_logprobs(policy.model, seqs)
+    recorded = torch.tensor([lp for o in outs for lp in o.logprobs])
+    assert again.dtype == torch.float32
+    assert (again - recorded).abs().max() < 0.05
+
+    off = load_policy("tiny", lora=None, cpu_autocast="off")
+    assert getattr(off.model, "webr1_autocast", None) is None
+
+
+def test_bad_cpu_autocast_value_is_named():
+    with pytest.raises((ValueError, TypeError), match="cpu_autocast|float16"):
+        load_policy("tiny", lora=None, cpu_autocast="float16")

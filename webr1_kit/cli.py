@@ -144,7 +144,7 @@ def _eval(args: argparse.Namespace) -> int:
     result = run(
         run_episodes(
             policy, tasks, episodes=args.episodes, concurrency=args.concurrency, max_turns=args.max_turns,
-            seed=args.seed, config=cfg, progress=not args.quiet,
+            seed=args.seed, config=cfg, progress=not args.quiet, max_invalid=args.max_invalid or None,
         )
     )
     metrics = {"suite": args.suite, "split": args.split or _default_split(args.suite), "policy": args.policy,
@@ -466,6 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
     ev.add_argument("--concurrency", type=int, default=8, help="episodes running at once on one browser (default 8)")
     ev.add_argument("--max-turns", type=int, default=15, help="turn limit per episode (default 15)")
+    ev.add_argument("--max-invalid", type=int, default=3,
+                    help="end an episode after this many invalid actions (default 3, as WebArena's own harness "
+                    "stops after 3 parsing failures; 0: never)")
     ev.add_argument("--seed", type=int, default=0, help="fixes the episodes' seeds (default 0)")
     ev.add_argument("--observation", choices=["html", "axtree"], help="observation format (default html)")
     ev.add_argument("--screenshots", action="store_true", help="store a screenshot per step in the trajectories")

@@ -200,6 +200,12 @@ class PolicyConfig:
     device: str = "auto"
     """"auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1", ..."""
 
+    cpu_autocast: Literal["auto", "bfloat16", "off"] = "auto"
+    """On the CPU with float32 weights: run matrix products in bfloat16 (PyTorch autocast)
+    while weights, LoRA updates and the output head stay float32. "auto" does so where the
+    CPU has native bfloat16 (AMX or AVX512-BF16); "off" keeps everything float32, which
+    exactness tests need."""
+
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass: less memory, ~30% more compute."""
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .config import SamplingConfig
+from .training import compute_context, trim_memory
 
 
 @dataclass
@@ -158,7 +159,7 @@ class Generator:
         was_training = model.training
         model.eval()
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), compute_context(model):
                 # 0. Identical prompts (a GRPO group's first turn) are prefilled once; their
                 #    rows are copied after the prefill.
                 first_of: dict[tuple[int, ...], int] = {}
@@ -205,7 +206,12 @@ class Generator:
                     idx = torch.tensor(row_of, device=device)
                     cache.batch_select_indices(idx)
                     logits, mask, positions = logits[idx], mask[idx], positions[idx]
-                _preallocate(cache, cfg.max_new_tokens)
+                # Decoding is memory-bound: under CPU autocast every step would re-cast all the
+                # weights to bfloat16 (slower than float32 decoding, measured), so only the
+                # compute-bound prefill runs in bfloat16 and the cache turns float32 here.
+                decode_dtype = torch.float32 if _autocast_on() else None
+                if not _preallocate(cache, cfg.max_new_tokens, decode_dtype):
+                    decode_dtype = None  # a cache kind that cannot convert: decode under autocast
                 active = list(range(n))  # batch row k decodes request active[k]
                 may_stop = self._may_stop_ids()
                 for _ in range(cfg.max_new_tokens):
@@ -228,11 +234,13 @@ class Generator:
                         active = [active[k] for k in keep]
                     mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long, device=device)], dim=1)
                     positions = positions + 1
-                    out = model(input_ids=torch.tensor(step, device=device).unsqueeze(1), attention_mask=mask,
-                                position_ids=positions, use_cache=True, **{cache_kw: cache})
+                    with _no_autocast(decode_dtype):
+                        out = model(input_ids=torch.tensor(step, device=device).unsqueeze(1), attention_mask=mask,
+                                    position_ids=positions, use_cache=True, **{cache_kw: cache})
                     cache, logits = _cache_of(out), out.logits[:, -1, :]
         finally:
             model.train(was_training)
+            trim_memory()
         results = [
             Completion(ids, self.tokenizer.decode(ids, skip_special_tokens=True), lps, fin)
             for ids, lps, fin in zip(out_ids, out_lp, finish)
@@ -290,21 +298,40 @@ class Generator:
         return any(s in tail for s in self.stop)
 
 
-def _preallocate(cache: Any, extra: int) -> None:
+def _autocast_on() -> bool:
+    import torch
+
+    return torch.is_autocast_enabled("cpu")
+
+
+def _no_autocast(dtype: Any) -> Any:
+    import contextlib
+
+    import torch
+
+    return torch.autocast("cpu", enabled=False) if dtype is not None else contextlib.nullcontext()
+
+
+def _preallocate(cache: Any, extra: int, dtype: Any = None) -> bool:
     """Give each layer of a DynamicCache room for `extra` more tokens.
 
     transformers' DynamicLayer appends by torch.cat, which copies the whole cache at every
     decoding step, for every layer: at batch 16 and 1k-token prompts that copying was a sixth of
     the decode time on the CPU. A layer converted here writes into spare room instead. Layers of
-    any other kind (sliding windows, static caches) are left as they are."""
+    any other kind (sliding windows, static caches) are left as they are. `dtype`, if given,
+    is the converted layers' new dtype. Returns whether every layer was converted."""
     try:
         from transformers.cache_utils import DynamicLayer
     except ImportError:  # pragma: no cover - older transformers
-        return
-    for layer in getattr(cache, "layers", ()):
+        return False
+    layers = list(getattr(cache, "layers", ()))
+    converted = 0
+    for layer in layers:
         if type(layer) is DynamicLayer and layer.is_initialized and layer.get_seq_length() > 0:
             layer.__class__ = _roomy_layer_class()
-            layer.reserve(extra)
+            layer.reserve(extra, dtype)
+            converted += 1
+    return bool(layers) and converted == len(layers)
 
 
 @functools.lru_cache(maxsize=None)
@@ -314,11 +341,11 @@ def _roomy_layer_class() -> type:
     class RoomyLayer(DynamicLayer):
         """A DynamicLayer whose keys/values are views into buffers with spare room."""
 
-        def reserve(self, extra: int) -> None:
+        def reserve(self, extra: int, dtype: Any = None) -> None:
             n = self.keys.shape[-2]
             shape = (*self.keys.shape[:-2], n + extra, self.keys.shape[-1])
-            self._k = self.keys.new_empty(shape)
-            self._v = self.values.new_empty(shape)
+            self._k = self.keys.new_empty(shape, dtype=dtype or self.keys.dtype)
+            self._v = self.values.new_empty(shape, dtype=dtype or self.values.dtype)
             self._k[..., :n, :] = self.keys
             self._v[..., :n, :] = self.values
             self._n = n

@@ -50,7 +50,7 @@ from .config import EnvConfig, GRPOConfig, to_dict
 from .tasks.task import Task
 from .trajectory import Packed, TrajectoryGroup, pack, write_jsonl
 from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
-                       save_checkpoint, token_logprobs)
+                       save_checkpoint, token_logprobs, trim_memory)
 
 
 def group_advantages(rewards: Sequence[float], eps: float = 1e-4) -> list[float]:
@@ -176,6 +176,7 @@ def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any) -> dict[s
             ent_sum += float(ent.sum())
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         optimizer.step()
+        trim_memory()
         policy.generator.invalidate_cache()  # the weights changed
         stats.update(loss=loss_sum, kl=kl_sum / n_tok, entropy=ent_sum / n_tok, clip_frac=clip_sum / n_tok,
                      ratio=ratio_sum / n_tok, grad_norm=float(grad_norm))

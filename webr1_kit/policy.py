@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from .config import LoRA, PolicyConfig, PromptConfig, SamplingConfig
+from .config import LoRA, PolicyConfig, PromptConfig, SamplingConfig, from_dict
 
 # peft imports bitsandbytes, which on CPUs with AVX512-BF16 logs a warning that an optional
 # download-at-run-time kernel package is missing. The kit never downloads at run time and
@@ -36,16 +36,19 @@ def _fix_malloc_threshold() -> None:
     """Keep freed tensor memory from piling up in the process (Linux, glibc).
 
     glibc serves large blocks with mmap and returns them on free, but raises that size
-    threshold (up to 32 MB) each time such a block is freed. After that, the many short-lived
-    1-32 MB tensors of generation and training come from heap arenas that fragment and are
-    not given back: an M-GRPO run on the CPU grew past 23 GB this way. A fixed threshold
-    turns the adjustment off."""
+    threshold (up to 32 MB) and the heap's trim threshold with it each time such a block is
+    freed. After that, the many short-lived 1-32 MB tensors of generation and training come
+    from heap arenas that are not given back: an M-GRPO run on the CPU grew past 23 GB this
+    way. Fixing the threshold turns the adjustment off; `trim_memory` (after every generation
+    batch and optimizer step, training.py) hands the freed heap back. A 1 MiB threshold also bounded the
+    memory but mmap-ed every activation, which cost a third of the CPU in page faults
+    (BENCHMARKS.md)."""
     if sys.platform != "linux":
         return
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD = 1 MiB
+        ctypes.CDLL("libc.so.6").mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD = 32 MiB, fixed
     except (OSError, AttributeError):  # not glibc: nothing to do
         pass
 
@@ -178,6 +181,44 @@ def _dtype(cfg: PolicyConfig, device: str) -> Any:
     return torch.float32
 
 
+def native_bf16_cpu() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AMX or AVX512-BF16; Linux flags).
+    Elsewhere the answer is False and PolicyConfig.cpu_autocast="bfloat16" opts in."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def _autocast_dtype(cfg: PolicyConfig, device: str, dtype: Any) -> Any:
+    """bfloat16 when CPU autocast applies (see PolicyConfig.cpu_autocast), else None."""
+    import torch
+
+    if cfg.cpu_autocast == "off" or device != "cpu" or dtype != torch.float32 or cfg.quantization == "4bit":
+        return None
+    if cfg.cpu_autocast == "bfloat16" or native_bf16_cpu():
+        return torch.bfloat16
+    return None
+
+
+def _float32_head(model: Any) -> None:
+    """Compute the output head in float32 even under autocast: bfloat16 logits would shift
+    log-probs by a few hundredths, enough to move M-GRPO's importance ratios."""
+    import torch
+
+    head = model.get_output_embeddings()
+    if head is None:
+        return
+    forward = head.forward
+
+    def exact(hidden: Any) -> Any:
+        with torch.autocast("cpu", enabled=False):
+            return forward(hidden.float())
+
+    head.forward = exact
+
+
 def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
     """(model, tokenizer) with the LoRA adapter attached if `cfg.lora` is set."""
     import torch
@@ -210,6 +251,13 @@ def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
         ) from None
     if cfg.quantization != "4bit":
         model.to(device)
+    autocast = _autocast_dtype(cfg, device, dtype)
+    if autocast is not None:
+        # Measured on this project's 2-core CPU (AMX): prefill 0.6k -> 1.9k tokens/s and
+        # training 175 -> 340 tokens/s versus float32 (BENCHMARKS.md). The mark sits on the
+        # transformers model, which a peft wrapper keeps.
+        model.webr1_autocast = autocast
+        _float32_head(model)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     if getattr(tokenizer, "chat_template", None) is None:
@@ -337,7 +385,9 @@ def load_policy(model: str = "embedded", lora: LoRA | None = LoRA(), quantizatio
     adapter). quantization: "none" or "4bit" (QLoRA). Other PolicyConfig fields (dtype,
     device, gradient_checkpointing) pass as keywords. adapter: a saved adapter to load.
     """
-    cfg = replace(PolicyConfig(), model=model, lora=lora, quantization=quantization, **options)
+    # Other options are checked like a config file's: an unknown key or value names itself.
+    cfg = replace(from_dict(PolicyConfig, options, where="load_policy"), model=model, lora=lora,
+                  quantization=quantization)
     if adapter is not None and cfg.lora is None:
         cfg = replace(cfg, lora=LoRA())  # the saved adapter's own config replaces it below
     if adapter is not None:

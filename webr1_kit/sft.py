@@ -25,7 +25,7 @@ from .observation import Observation
 from .prompt import build_prompt, strip_think
 from .trajectory import Packed, Trajectory
 from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
-                       save_checkpoint, token_logprobs)
+                       save_checkpoint, token_logprobs, trim_memory)
 
 
 def examples(policy: Any, demos: Iterable[Trajectory], prompt: PromptConfig | None = None,
@@ -102,6 +102,7 @@ def train_sft(policy: Any, demos: list[Trajectory], cfg: SFTConfig | None = None
             loss_sum += float(loss.detach())
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.max_grad_norm)
         optimizer.step()
+        trim_memory()
         policy.generator.invalidate_cache()  # the weights changed
         step += 1
         row = {"phase": "sft", "step": step, "epoch": epoch, "loss": loss_sum, "lr": lr, "tokens": n_tokens,

@@ -13,12 +13,43 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from .trajectory import Packed
+
+
+# ---------------------------------------------------------------- arithmetic and memory
+
+
+def trim_memory() -> None:
+    """Return freed heap memory to the OS (glibc malloc_trim; elsewhere nothing)."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def compute_context(model: Any) -> Any:
+    """The autocast context that `load_model` chose for this model (see
+    PolicyConfig.cpu_autocast), or a no-op. Training enters it for every pass and the
+    generator for its prefill (it decodes in float32, which is faster on the CPU); the output
+    head is float32 throughout, so recorded and recomputed log-probs stay within a few
+    hundredths (tests/test_policy.py checks the bound)."""
+    import contextlib
+
+    import torch
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    dtype = getattr(base, "webr1_autocast", None)
+    return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 # ---------------------------------------------------------------- scoring tokens
@@ -59,12 +90,13 @@ def token_logprobs(model: Any, seqs: Sequence[Packed], entropy: bool = False) ->
     predict = torch.zeros_like(target)
     predict[:, :-1] = target[:, 1:]  # hidden state at t-1 predicts token t
     parts = _body_and_head(model)
-    if parts is not None:
-        body, head = parts
-        hidden = body(input_ids=ids, attention_mask=attn).last_hidden_state
-        logits = head(hidden[predict]).float()
-    else:  # a model without the usual layout: full logits
-        logits = model(input_ids=ids, attention_mask=attn).logits[predict].float()
+    with compute_context(model):
+        if parts is not None:
+            body, head = parts
+            hidden = body(input_ids=ids, attention_mask=attn).last_hidden_state
+            logits = head(hidden[predict]).float()
+        else:  # a model without the usual layout: full logits
+            logits = model(input_ids=ids, attention_mask=attn).logits[predict].float()
     logp_all = torch.log_softmax(logits, dim=-1)
     chosen = logp_all.gather(-1, ids[target].unsqueeze(-1)).squeeze(-1)
     ent = None
