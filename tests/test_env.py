@@ -242,17 +242,19 @@ async def test_bad_actions_become_errors_for_the_agent(env, fixture_server):
 async def test_hidden_and_detached_elements(env, fixture_server):
     obs = await env.reset(form_task(fixture_server))
     blink, gone = el(obs, "Blink"), el(obs, "Gone")
+    # The page's timers fire 1.5 s after a click: after the observation the agent answers (one
+    # step, even on a loaded machine), before its next action.
     s = await env.step(f'do(action="Click", element="{el(obs, "Hide soon")}")')
     assert "Blink" in s.observation.content  # still visible when observed
-    s = await env.step(f'do(action="Click", element="{el(obs, "Remove soon")}")')
-    await asyncio.sleep(0.4)  # both timers fire after the observation the agent answers
+    await asyncio.sleep(1.7)
     s = await env.step(f'do(action="Click", element="{blink}")')
     assert s.info["error_kind"] == "hidden_element" and "not visible" in s.observation.error
     s2 = await env.step('do(action="Wait")')
     assert "Blink" not in s2.observation.content
     obs = await env.reset(form_task(fixture_server))
-    await env.step(f'do(action="Click", element="{el(obs, "Remove soon")}")')
-    await asyncio.sleep(0.4)
+    s = await env.step(f'do(action="Click", element="{el(obs, "Remove soon")}")')
+    assert "Gone" in s.observation.content  # still on the page when observed
+    await asyncio.sleep(1.7)
     s = await env.step(f'do(action="Click", element="{el(obs, "Gone")}")')
     assert s.info["error_kind"] == "detached_element" and "no longer on the page" in s.observation.error
     assert gone == el(obs, "Gone")
