@@ -133,6 +133,8 @@ def _eval(args: argparse.Namespace) -> int:
     from .rollout import run_episodes
     from .trajectory import write_jsonl
 
+    if args.max_invalid < 0:
+        raise SystemExit(f"webr1: --max-invalid must be 0 (never) or more, got {args.max_invalid}")
     tasks = _select_tasks(args)
     cfg = _env_config(args)
     if args.suite in WEBARENA_SUITES:

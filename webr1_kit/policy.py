@@ -40,9 +40,9 @@ def _fix_malloc_threshold() -> None:
     freed. After that, the many short-lived 1-32 MB tensors of generation and training come
     from heap arenas that are not given back: an M-GRPO run on the CPU grew past 23 GB this
     way. Fixing the threshold turns the adjustment off; `trim_memory` (after every generation
-    batch and optimizer step, training.py) hands the freed heap back. A 1 MiB threshold also bounded the
-    memory but mmap-ed every activation, which cost a third of the CPU in page faults
-    (BENCHMARKS.md)."""
+    batch and optimizer step, training.py) hands the freed heap back. A 1 MiB threshold also
+    bounded the memory but mmap-ed every activation, which put 28% of the CPU time in the
+    kernel (BENCHMARKS.md)."""
     if sys.platform != "linux":
         return
     try:
@@ -253,8 +253,8 @@ def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
         model.to(device)
     autocast = _autocast_dtype(cfg, device, dtype)
     if autocast is not None:
-        # Measured on this project's 2-core CPU (AMX): prefill 0.6k -> 1.9k tokens/s and
-        # training 175 -> 340 tokens/s versus float32 (BENCHMARKS.md). The mark sits on the
+        # Measured on this project's 2-core CPU (AMX), with LoRA: prefill 2.4x and training
+        # 2.0x the float32 speed (BENCHMARKS.md, "CPU arithmetic"). The mark sits on the
         # transformers model, which a peft wrapper keeps.
         model.webr1_autocast = autocast
         _float32_head(model)
