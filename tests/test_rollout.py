@@ -6,7 +6,7 @@ import json
 
 from webr1_kit.browser import BrowserEnv
 from webr1_kit.experts import MiniWoBExpert
-from webr1_kit.rollout import episode_seeds, run_episode, run_episodes
+from webr1_kit.rollout import episode_seeds, run_episode, run_episodes, summarize, wilson_interval
 from webr1_kit.tasks import Task, load_tasks
 from webr1_kit.trajectory import Trajectory, read_jsonl, write_jsonl
 
@@ -88,3 +88,21 @@ async def test_trajectories_record_every_turn_and_survive_jsonl(browser, tmp_pat
         list(read_jsonl(path, strict=True))
     json.loads(path.read_text().splitlines()[0])  # the first line is untouched
     assert Trajectory.from_dict(back[0].to_dict()).success
+
+
+def test_summary_breaks_success_down_by_site_and_template_with_intervals():
+    def traj(site, template, reward, status="done"):
+        return Trajectory(f"arena/{template}/0", "intent", 0, reward=reward, status=status,
+                          meta={"sites": [site], "template": template})
+
+    runs = [traj("shop", "shop.a", 1.0), traj("shop", "shop.a", 0.0), traj("shop", "shop.b", 1.0),
+            traj("forum", "forum.c", 0.0), traj("forum", "forum.c", 0.0, status="infra_failure")]
+    m = summarize(runs, seconds=1.0)
+    assert m["per_site"] == {"forum": 0.0, "shop": 2 / 3}
+    assert m["per_site_n"] == {"forum": 1, "shop": 3}  # the infra failure is not evaluated
+    assert m["per_template"] == {"forum.c": 0.0, "shop.a": 0.5, "shop.b": 1.0}
+    assert m["per_template_n"] == {"forum.c": 1, "shop.a": 2, "shop.b": 1}
+    assert m["per_site_ci95"]["shop"] == wilson_interval(2, 3)
+    lo, hi = m["per_template_ci95"]["shop.a"]
+    assert 0.0 < lo < 0.5 < hi < 1.0
+    assert m["success_ci95"] == wilson_interval(2, 4) and m["infra_failures"] == 1

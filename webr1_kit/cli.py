@@ -186,8 +186,13 @@ def _print_metrics(m: dict[str, Any]) -> None:
         rows = m.get(key, {})
         if 1 < len(rows) <= 60 or (key == "per_task" and len(rows) == 1):
             print(title)
+            counts, cis = m.get(f"{key}_n", {}), m.get(f"{key}_ci95", {})
             for name, r in rows.items():
-                print(f"  {name:<40} {r:.3f}")
+                extra = ""
+                if name in counts and cis.get(name):
+                    lo, hi = cis[name]
+                    extra = f"  ({round(r * counts[name])}/{counts[name]}, 95% CI {lo:.2f}-{hi:.2f})"
+                print(f"  {name:<40} {r:.3f}{extra}")
 
 
 def _demo(args: argparse.Namespace) -> int:

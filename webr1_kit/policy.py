@@ -19,12 +19,12 @@ import hashlib
 import importlib.util
 import logging
 import os
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from .config import LoRA, PolicyConfig, PromptConfig, SamplingConfig, from_dict
+from .training import fix_malloc_threshold
 
 # peft imports bitsandbytes, which on CPUs with AVX512-BF16 logs a warning that an optional
 # download-at-run-time kernel package is missing. The kit never downloads at run time and
@@ -32,28 +32,8 @@ from .config import LoRA, PolicyConfig, PromptConfig, SamplingConfig, from_dict
 logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 
-def _fix_malloc_threshold() -> None:
-    """Keep freed tensor memory from piling up in the process (Linux, glibc).
-
-    glibc serves large blocks with mmap and returns them on free, but raises that size
-    threshold (up to 32 MB) and the heap's trim threshold with it each time such a block is
-    freed. After that, the many short-lived 1-32 MB tensors of generation and training come
-    from heap arenas that are not given back: an M-GRPO run on the CPU grew past 23 GB this
-    way. Fixing the threshold turns the adjustment off; `trim_memory` (after every generation
-    batch and optimizer step, training.py) hands the freed heap back. A 1 MiB threshold also
-    bounded the memory but mmap-ed every activation, which put 28% of the CPU time in the
-    kernel (BENCHMARKS.md)."""
-    if sys.platform != "linux":
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD = 32 MiB, fixed
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
-
-
-_fix_malloc_threshold()
+# Fixed here, at load time, because every model-loading path goes through this module.
+fix_malloc_threshold()
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -167,11 +167,17 @@ def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, f
     return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
 
 
-def _rates(trajectories: list[Trajectory], key: Any) -> dict[str, float]:
+def _breakdown(trajectories: list[Trajectory], name: str, key: Any) -> dict[str, dict[str, Any]]:
+    """Success rate per group (`per_<name>`), with episode counts (`per_<name>_n`) and 95% Wilson
+    intervals (`per_<name>_ci95`): a held-out split has a few episodes per site or template, and
+    the interval says how little a rate from six episodes tells."""
     groups: dict[str, list[float]] = {}
     for t in trajectories:
         groups.setdefault(key(t), []).append(t.reward)
-    return {k: sum(v) / len(v) for k, v in sorted(groups.items())}
+    groups = dict(sorted(groups.items()))
+    return {f"per_{name}": {k: sum(v) / len(v) for k, v in groups.items()},
+            f"per_{name}_n": {k: len(v) for k, v in groups.items()},
+            f"per_{name}_ci95": {k: wilson_interval(sum(v), len(v)) for k, v in groups.items()}}
 
 
 def summarize(trajectories: list[Trajectory], seconds: float) -> dict[str, Any]:
@@ -189,9 +195,9 @@ def summarize(trajectories: list[Trajectory], seconds: float) -> dict[str, Any]:
         "invalid_action_rate": sum(t.invalid_actions for t in ok) / steps if steps else 0.0,
         "mean_turns": steps / len(ok) if ok else 0.0,
         "truncated": sum(1 for t in ok if t.status == "truncated"),
-        "per_site": _rates(ok, lambda t: site_key(t.meta.get("sites", []))),
-        "per_template": _rates(ok, lambda t: str(t.meta.get("template"))),
-        "per_task": _rates(ok, lambda t: t.task_id),
+        **_breakdown(ok, "site", lambda t: site_key(t.meta.get("sites", []))),
+        **_breakdown(ok, "template", lambda t: str(t.meta.get("template"))),
+        "per_task": _breakdown(ok, "task", lambda t: t.task_id)["per_task"],
         "seconds": round(seconds, 2),
         "episodes_per_s": round(len(trajectories) / seconds, 3) if seconds > 0 else None,
     }
