@@ -31,7 +31,7 @@ def test_every_stage_runs_and_the_report_holds_them(smoke_run):
         assert 0.0 <= r["ci95"][0] <= r["ci95"][1] <= 1.0
     html = report.read_text()
     for text in ("Base model (no training)", "After BC warm-up", "After BC + M-GRPO", "Behaviour cloning", "M-GRPO",
-                 "data:image/png;base64,"):
+                 "data:image/png;base64,", "What each stage changed", "base &rarr; bc: on the same"):
         assert text in html, text
     assert "src='http" not in html and 'src="http' not in html and "<link" not in html  # self-contained
     # the demonstrations are real expert successes on the training pages

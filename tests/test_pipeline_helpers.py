@@ -13,7 +13,7 @@ import webr1_kit as wk
 from webr1_kit.config import PromptConfig
 from webr1_kit.observation import Observation
 from webr1_kit.pipeline import Pipeline, scale_config
-from webr1_kit.report import results_table, token_stats
+from webr1_kit.report import compare_paired, results_table, token_stats
 from webr1_kit.trajectory import Trajectory, Turn, write_jsonl
 
 
@@ -44,6 +44,29 @@ def test_results_table_reads_files(tmp_path):
     write_jsonl(tmp_path / "rl.jsonl", [model_traj(1.0, [50])])
     (row,) = results_table({"rl": tmp_path / "rl.jsonl"}).rows
     assert row["success_rate"] == 1.0 and row["per_site"] == {"shop": 1.0}
+
+
+def test_compare_paired_counts_changes_on_the_same_episodes(tmp_path):
+    def ev(outcomes, status=None):
+        return [Trajectory(f"task{i % 5}", "i", i // 5, reward=float(r),
+                           status=(status or {}).get(i, "done")) for i, r in enumerate(outcomes)]
+
+    before = ev([0] * 12 + [1] * 8)
+    after = ev([1] * 11 + [0] + [1] * 7 + [0], status={19: "infra_failure"})  # the last pair is not evaluated
+    write_jsonl(tmp_path / "after.jsonl", after)
+    c = compare_paired(before, tmp_path / "after.jsonl")  # any source results_table takes
+    assert c["pairs"] == 19 and c["unpaired"] == 0
+    assert (c["before"], c["after"], c["gained"], c["lost"]) == (7, 18, 11, 0)
+    assert c["difference"] == pytest.approx(11 / 19)
+    assert c["p_value"] == pytest.approx(2 / 2 ** 11)  # 11 gained, 0 lost: sign test
+    assert compare_paired(before, before)["p_value"] == 1.0 and compare_paired(before, before)["gained"] == 0
+    # 6 gained against 4 lost is no evidence of a change
+    mixed = ev([1] * 6 + [0] * 4 + [0] * 10)
+    base = ev([0] * 6 + [1] * 4 + [0] * 10)
+    assert compare_paired(base, mixed)["p_value"] == pytest.approx(0.754, abs=1e-3)
+    # episodes evaluated on one side only are counted, not paired
+    assert compare_paired(before[:10], before)["unpaired"] == 10
+    assert wk.compare_paired is compare_paired
 
 
 def test_pipeline_tasks_and_finished_evaluations(tmp_path):

@@ -63,6 +63,7 @@ _EXPORTS = {
     "run_pipeline": "pipeline",
     "write_report": "report",
     "results_table": "report",
+    "compare_paired": "report",
     "evaluate_policy": "grpo",
 }
 

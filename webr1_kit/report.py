@@ -194,6 +194,75 @@ def results_table(results: Any) -> Table:
     return Table(rows)
 
 
+def compare_paired(before: Any, after: Any) -> dict[str, Any]:
+    """Did a training stage change success on the *same* held-out episodes?
+
+    before, after: two evaluations of the same episodes (anything `results_table` takes).
+    Episodes are paired by (task_id, seed); pairs where either side had an infrastructure
+    failure are left out. Returns the number of pairs, successes before and after, the
+    episodes `gained` (failed before, succeeded after) and `lost`, the difference in success
+    rate, and the exact two-sided McNemar p-value (a sign test on the gained/lost pairs).
+
+    Pairing is why this is sharper than comparing two Wilson intervals: episodes both
+    policies solve, or both fail, say nothing about the difference. With binary rewards and
+    40 episodes, two intervals overlap unless the rates differ by about 0.3; a paired test
+    can detect less when the changes go mostly one way.
+    """
+    from .viz.sources import load
+
+    def keyed(source: Any) -> dict[tuple[str, int, int], Any]:
+        out: dict[tuple[str, int, int], Any] = {}
+        seen: dict[tuple[str, int], int] = {}
+        for t in load(source).trajectories:
+            k = (t.task_id, int(t.seed))
+            seen[k] = seen.get(k, 0) + 1  # repeats of one episode pair up in order
+            out[(*k, seen[k])] = t
+        return out
+
+    a, b = keyed(before), keyed(after)
+    common = [k for k in a if k in b and a[k].status != "infra_failure" and b[k].status != "infra_failure"]
+    gained = sum(1 for k in common if not a[k].success and b[k].success)
+    lost = sum(1 for k in common if a[k].success and not b[k].success)
+    n = len(common)
+    return {"pairs": n, "unpaired": len(a) + len(b) - 2 * len(set(a) & set(b)),
+            "before": sum(1 for k in common if a[k].success), "after": sum(1 for k in common if b[k].success),
+            "gained": gained, "lost": lost, "difference": (gained - lost) / n if n else None,
+            "p_value": _sign_test(gained, lost)}
+
+
+def _sign_test(x: int, y: int) -> float:
+    """Exact two-sided binomial test of x successes in x + y trials at p = 1/2."""
+    import math
+
+    n = x + y
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(x, y) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def _changes(out: Path) -> str:
+    """One line per training stage: the paired change on the same held-out episodes."""
+    from .viz.page import esc
+
+    lines = []
+    for (k1, l1), (k2, l2) in zip(STAGES, STAGES[1:]):
+        p1, p2 = out / "eval" / f"{k1}.jsonl", out / "eval" / f"{k2}.jsonl"
+        if not (_stage(out, f"eval-{k1}") and _stage(out, f"eval-{k2}") and p1.is_file() and p2.is_file()):
+            continue
+        c = compare_paired(p1, p2)
+        if not c["pairs"]:
+            continue
+        lines.append(f"<li>{esc(k1)} &rarr; {esc(k2)}: on the same {c['pairs']} episodes, {c['gained']} newly "
+                     f"solved and {c['lost']} newly failed (success {c['before']} &rarr; {c['after']}); "
+                     f"exact McNemar p = {c['p_value']:.3g}</li>")
+    if not lines:
+        return ""
+    return ("<h2>What each stage changed</h2><p>Paired on the same held-out episodes (task and page seed); "
+            "p is the chance of a split at least this uneven between newly solved and newly failed episodes "
+            f"if the stage made no difference.</p><ul>{''.join(lines)}</ul>")
+
+
 def write_report(out: str | Path, path: str | Path | None = None) -> Path:
     """Write <out>/report.html (or `path`) from the pipeline run in `out`; returns its path."""
     from .viz.page import esc
@@ -222,6 +291,7 @@ def write_report(out: str | Path, path: str | Path | None = None) -> Path:
     body = (
         "<h1>webr1_kit: WebAgent-R1 recipe report</h1>" + intro
         + "<h2>Held-out success</h2>" + (_table(rows) if rows else "<p>No stage evaluated yet.</p>")
+        + _changes(out)
         + _per_task(rows)
         + "<h2>Training curves</h2>" + (curves or "<p>No training has run yet.</p>")
         + "<h2>Replays</h2>" + (replays or "<p>No episodes to replay.</p>")
