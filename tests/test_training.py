@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig
-from webr1_kit.grpo import build_batch, group_advantages, grpo_loss, update
+from webr1_kit.grpo import build_batch, draw_tasks, group_advantages, grpo_loss, update
 from webr1_kit.observation import Observation
 from webr1_kit.policy import LLMPolicy, attach_lora, build_tiny_model, embedded_path
 from webr1_kit.sft import examples, train_sft
@@ -63,6 +63,22 @@ def test_equal_rewards_give_zero_advantages_and_are_counted():
               TrajectoryGroup("b", [rl_traj([1, 2], [3], 1.0), rl_traj([1, 2], [4], 0.0)])]
     batch = build_batch(groups, None, GRPOConfig())
     assert batch.groups == 2 and batch.equal_groups == 1 and len(batch.seqs) == 2
+
+
+def test_a_step_draws_distinct_tasks_then_repeats_them_evenly():
+    import random
+    from collections import Counter
+
+    from webr1_kit.tasks import load_tasks
+
+    tasks = load_tasks("miniwob", names=["click-button", "click-link", "focus-text"])
+    few = draw_tasks(random.Random(0), tasks, 2)
+    assert len(few) == 2 and len({t.task_id for t in few}) == 2
+    many = draw_tasks(random.Random(0), tasks, 8)  # more groups than tasks: 3 + 3 + 2
+    counts = Counter(t.task_id for t in many)
+    assert len(many) == 8 and set(counts) == {t.task_id for t in tasks} and sorted(counts.values()) == [2, 3, 3]
+    assert [t.task_id for t in draw_tasks(random.Random(0), tasks, 8)] == [t.task_id for t in many]
+    assert draw_tasks(random.Random(0), [], 4) == []
 
 
 def test_paper_normalisation_weights_turns_trajectories_and_groups():

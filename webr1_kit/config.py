@@ -287,7 +287,8 @@ class GRPOConfig:
     """Optimizer steps (each = one round of rollouts, then its update)."""
 
     tasks_per_step: int = 4
-    """Tasks rolled out per step (the paper: 16)."""
+    """Groups rolled out per step (the paper: 16 tasks). With fewer training tasks, tasks
+    repeat, each repeat with its own page seed (`grpo.draw_tasks`)."""
 
     group_size: int = 4
     """Trajectories per task, G (the paper: 4)."""

@@ -215,6 +215,18 @@ def _rollout_stats(groups: Sequence[TrajectoryGroup]) -> dict[str, Any]:
     }
 
 
+def draw_tasks(rng: random.Random, tasks: list[Task], k: int) -> list[Task]:
+    """k tasks for one step's groups: without repeats while there are enough tasks, then
+    whole fresh permutations. A repeated task still gets its own page seed per group (see
+    `rollout.episode_seeds`), which on MiniWoB++ is a different problem; this is what lets
+    a few MiniWoB++ tasks fill more groups per step. Arena tasks do not depend on the page
+    seed, so there a repeat is a second group of the same problem."""
+    out: list[Task] = []
+    while len(out) < k and tasks:
+        out += rng.sample(tasks, min(k - len(out), len(tasks)))
+    return out
+
+
 async def evaluate_policy(policy: Any, tasks: list[Task], max_turns: int, concurrency: int, seed: int,
                           browser: Any = None, config: EnvConfig | None = None) -> Any:
     """Greedy evaluation episodes (one per task); returns rollout.EvalResult."""
@@ -279,7 +291,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
         for step in range(start, cfg.steps):
             t0 = time.perf_counter()
             rng = random.Random(f"{cfg.seed}/tasks/{step}")
-            tasks = rng.sample(train_tasks, min(cfg.tasks_per_step, len(train_tasks)))
+            tasks = draw_tasks(rng, train_tasks, cfg.tasks_per_step)
             groups = await rollout(policy, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
                                    concurrency=cfg.concurrency, seed=_mix(cfg.seed, step), browser=browser,
                                    config=env_config, max_invalid=cfg.max_invalid)
@@ -287,7 +299,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
                 flat = [g for g in groups if len({t.reward for t in g.valid}) <= 1]
                 if not flat:
                     break
-                fresh = rng.sample(train_tasks, min(len(flat), len(train_tasks)))
+                fresh = draw_tasks(rng, train_tasks, len(flat))
                 more = await rollout(policy, fresh, group_size=cfg.group_size, max_turns=cfg.max_turns,
                                      concurrency=cfg.concurrency, seed=_mix(cfg.seed, step, extra), browser=browser,
                                      config=env_config, max_invalid=cfg.max_invalid)

@@ -319,7 +319,7 @@ class Pipeline:
         policy = self.policy(init_adapter)
         tasks = _tasks(self.cfg, "train")
         g = self.cfg.grpo
-        self.say(f"M-GRPO: {g.steps} steps x {min(g.tasks_per_step, len(tasks))} tasks x group of {g.group_size}")
+        self.say(f"M-GRPO: {g.steps} steps x {g.tasks_per_step} tasks x group of {g.group_size}")
         t0 = time.perf_counter()
         run = await train_grpo(policy, tasks, g, out=self.out / "rl", env_config=self.cfg.env, progress=self.progress)
         adapter = self.out / "rl" / "adapter"
