@@ -3,10 +3,10 @@
 # 100%, with the BC and RL adapters evaluated on the same held-out page seeds (paired).
 # Needs the BC adapter of `webr1 demo --scale cpu --config bench/configs/miniwob-rl-cpu.json
 # --out runs/rl-miniwob` (runs/rl-miniwob/sft/adapter). Results are in BENCHMARKS.md.
-#   bash bench/rl_from_bc.sh [OUT]   (default runs/rl-from-bc)
+#   [CFG=bench/configs/rl/<name>.json] bash bench/rl_from_bc.sh [OUT]   (default runs/rl-from-bc)
 set -euo pipefail
 out=${1:-runs/rl-from-bc}
-cfg=bench/configs/rl/miniwob-from-bc.json
+cfg=${CFG:-bench/configs/rl/miniwob-from-bc.json}
 bc=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['init_adapter'])" "$cfg")
 tasks=click-button,click-link,click-checkboxes
 # Held-out pages: the pipeline's evaluation seed stream (pipeline.EVAL_SEED_OFFSET), greedy.
