@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig
-from webr1_kit.grpo import build_batch, draw_tasks, group_advantages, grpo_loss, update
+from webr1_kit.grpo import build_batch, draw_tasks, group_advantages, grpo_loss, reroll_equal_groups, update
 from webr1_kit.observation import Observation
 from webr1_kit.policy import LLMPolicy, attach_lora, build_tiny_model, embedded_path
 from webr1_kit.sft import examples, train_sft
@@ -79,6 +79,26 @@ def test_a_step_draws_distinct_tasks_then_repeats_them_evenly():
     assert len(many) == 8 and set(counts) == {t.task_id for t in tasks} and sorted(counts.values()) == [2, 3, 3]
     assert [t.task_id for t in draw_tasks(random.Random(0), tasks, 8)] == [t.task_id for t in many]
     assert draw_tasks(random.Random(0), [], 4) == []
+
+
+def test_dynamic_sampling_replaces_only_equal_reward_groups_and_returns_them():
+    import asyncio
+
+    def group(name, *rewards):
+        return TrajectoryGroup(name, [rl_traj([1], [2], r) for r in rewards])
+
+    mixed, flat0, flat1 = group("mixed", 1.0, 0.0), group("flat0", 0.0, 0.0), group("flat1", 1.0, 1.0)
+    asked = []
+
+    async def rerun(n, round_):  # round 0 yields one still-flat group, round 1 only mixed ones
+        asked.append((n, round_))
+        return [group(f"r{round_}-{i}", *((0.0, 0.0) if round_ == 0 and i == 0 else (0.0, 1.0))) for i in range(n)]
+
+    kept, replaced = asyncio.run(reroll_equal_groups([mixed, flat0, flat1], rerun, 2))
+    assert asked == [(2, 0), (1, 1)]
+    assert [g.task_id for g in kept] == ["mixed", "r0-1", "r1-0"]
+    assert [g.task_id for g in replaced] == ["flat0", "flat1", "r0-0"]
+    assert asyncio.run(reroll_equal_groups([flat0], rerun, 0)) == ([flat0], [])  # off: nothing replaced
 
 
 def test_paper_normalisation_weights_turns_trajectories_and_groups():
@@ -258,7 +278,7 @@ def test_webr1_rl_runs_a_smoke_config_and_resumes(tokenizer, tmp_path, capsys):
     assert summary["steps"] == 2 and len(summary["eval_success"]) == 2
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in rows if r["phase"] == "train"]
-    for key in ("success_rate", "equal_reward_frac", "kl", "entropy", "clip_frac", "grad_norm", "response_tokens",
+    for key in ("success_rate", "equal_reward_frac", "rerolled_groups", "kl", "entropy", "clip_frac", "grad_norm", "response_tokens",
                 "turns", "invalid_action_rate", "rollout_s", "update_s"):
         assert key in train[0], key
     assert {p.name for p in out.iterdir()} >= {"config.json", "metrics.jsonl", "trajectories", "checkpoints", "adapter"}

@@ -330,7 +330,9 @@ class GRPOConfig:
     """Most (sequences x longest) tokens per forward pass; gradients accumulate across them."""
 
     dynamic_sampling: bool = False
-    """Replace equal-reward groups (zero advantage) by fresh tasks, up to two extra rounds."""
+    """Replace equal-reward groups (zero advantage) by fresh tasks, up to two extra rounds;
+    the replaced groups are logged as `rerolled_groups` and kept, untrained, in
+    trajectories/rerolled-step-N.jsonl."""
 
     max_invalid: int | None = 5
     """End an episode after this many invalid actions."""

@@ -21,7 +21,8 @@ Departures from the paper (read these before comparing numbers):
    without compression the whole trajectory is one packed sequence, as in the paper.
 3. Groups whose rewards are all equal have zero advantage and are left out of the
    update (only the tiny KL term would act on them); their share is logged, and
-   `dynamic_sampling` replaces them with fresh tasks.
+   `dynamic_sampling` replaces them with fresh tasks (the replaced groups are counted as
+   `rerolled_groups` and kept in trajectories/rerolled-step-N.jsonl).
 4. Episodes that failed for infrastructure reasons are dropped from their group.
 5. An episode that never calls exit gets its evaluator's verdict; the release's
    reward-1 loophole on "N/A" tasks is closed (see tasks/evaluators.py).
@@ -183,6 +184,21 @@ def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any) -> dict[s
     return stats
 
 
+async def reroll_equal_groups(groups: list[TrajectoryGroup], rerun: Any,
+                              rounds: int) -> tuple[list[TrajectoryGroup], list[TrajectoryGroup]]:
+    """Dynamic sampling: up to `rounds` times, replace the groups whose valid episodes all
+    got the same reward (zero advantage, nothing to learn) by `await rerun(n, round)` fresh
+    groups. Returns (the groups to train on, the groups replaced)."""
+    replaced: list[TrajectoryGroup] = []
+    for extra in range(rounds):
+        flat = [g for g in groups if len({t.reward for t in g.valid}) <= 1]
+        if not flat:
+            break
+        replaced += flat
+        groups = [g for g in groups if not any(g is f for f in flat)] + list(await rerun(len(flat), extra))
+    return groups, replaced
+
+
 @dataclass
 class GRPORun:
     """A finished (or interrupted) run: where it lives and what it logged."""
@@ -295,17 +311,19 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             groups = await rollout(policy, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
                                    concurrency=cfg.concurrency, seed=_mix(cfg.seed, step), browser=browser,
                                    config=env_config, max_invalid=cfg.max_invalid)
-            for extra in range(2 if cfg.dynamic_sampling else 0):
-                flat = [g for g in groups if len({t.reward for t in g.valid}) <= 1]
-                if not flat:
-                    break
-                fresh = draw_tasks(rng, train_tasks, len(flat))
-                more = await rollout(policy, fresh, group_size=cfg.group_size, max_turns=cfg.max_turns,
-                                     concurrency=cfg.concurrency, seed=_mix(cfg.seed, step, extra), browser=browser,
-                                     config=env_config, max_invalid=cfg.max_invalid)
-                groups = [g for g in groups if g not in flat] + more
+
+            async def rerun(n: int, extra: int, step: int = step, rng: random.Random = rng) -> list[TrajectoryGroup]:
+                return await rollout(policy, draw_tasks(rng, train_tasks, n), group_size=cfg.group_size,
+                                     max_turns=cfg.max_turns, concurrency=cfg.concurrency,
+                                     seed=_mix(cfg.seed, step, extra), browser=browser, config=env_config,
+                                     max_invalid=cfg.max_invalid)
+
+            groups, rerolled = await reroll_equal_groups(groups, rerun, 2 if cfg.dynamic_sampling else 0)
             rollout_s = time.perf_counter() - t0
             write_jsonl(run.path / "trajectories" / f"step-{step + 1}.jsonl", [t for g in groups for t in g.trajectories])
+            if rerolled:  # kept for inspection; not trained on
+                write_jsonl(run.path / "trajectories" / f"rerolled-step-{step + 1}.jsonl",
+                            [t for g in rerolled for t in g.trajectories])
             lr = lr_at(step, cfg.steps, cfg.lr, cfg.warmup_steps, "constant")
             for g in optimizer.param_groups:
                 g["lr"] = lr
@@ -314,6 +332,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             stats = await asyncio.to_thread(update, policy, batch, cfg, optimizer)  # the event loop stays free
             row = {"phase": "train", "step": step + 1, **_rollout_stats(groups),
                    "equal_reward_frac": batch.equal_groups / batch.groups if batch.groups else None,
+                   "rerolled_groups": len(rerolled),
                    **stats, "lr": lr, "rollout_s": rollout_s, "update_s": time.perf_counter() - t1}
             run.log(row)
             if bar is not None:
