@@ -312,7 +312,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
                                    concurrency=cfg.concurrency, seed=_mix(cfg.seed, step), browser=browser,
                                    config=env_config, max_invalid=cfg.max_invalid)
 
-            async def rerun(n: int, extra: int, step: int = step, rng: random.Random = rng) -> list[TrajectoryGroup]:
+            async def rerun(n: int, extra: int) -> list[TrajectoryGroup]:  # called within this step only
                 return await rollout(policy, draw_tasks(rng, train_tasks, n), group_size=cfg.group_size,
                                      max_turns=cfg.max_turns, concurrency=cfg.concurrency,
                                      seed=_mix(cfg.seed, step, extra), browser=browser, config=env_config,
