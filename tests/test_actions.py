@@ -138,3 +138,32 @@ def test_to_text_is_the_papers_syntax():
         'do(action="Type", argument="01/01/2023", element="22")'
     )
     assert re.fullmatch(r'exit\(message=".*"\)', Action("exit", argument="x").to_text())
+
+
+# ---------------------------------------------------------------- the strict reading (M-GRPO rollouts)
+
+
+@pytest.mark.parametrize("text", [
+    '<think>Click Ok.</think><answer>do(action="Click", element="4")</answer>',
+    '  <think>The "<button>" is 4.</think>\n<answer> do(action="Click", element="4") </answer>\n',
+    '<answer>do(action="Click", element="4")</answer>',  # thinking off
+])
+def test_strict_reading_accepts_one_well_formed_response(text):
+    assert parse_action(text, strict=True) == Action("Click", element=4) == parse_action(text)
+
+
+@pytest.mark.parametrize("text", [
+    # cut off at the token limit: the lenient reading finds a click in it
+    '<think>Click.</think><answer><think>do(action="Click", element="4")</think><think><think>',
+    '<think>Click.</think><answer>do(action="Click", element="4")',  # no </answer>: ended on the end token
+    '<think>a</think><think>b</think><answer>do(action="Click", element="4")</answer>',
+    '<think>a</think><answer>exit()</answer><answer>do(action="Click", element="4")</answer>',
+    '<think>a</think><answer>I click do(action="Click", element="4")</answer>',
+    '<think>a</think><answer>do(action="Click", element="4") do(action="Click", element="5")</answer>',
+    '<think>a</think><answer>do(action="Click", element="4")</answer> and more',
+    'do(action="Click", element="4")',
+])
+def test_strict_reading_refuses_what_the_lenient_one_forgives(text):
+    with pytest.raises(ActionError) as err:
+        parse_action(text, strict=True)
+    assert err.value.kind == "malformed"

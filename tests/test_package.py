@@ -87,6 +87,15 @@ def test_cli_eval_prints_the_metrics(capsys, tmp_path):
         assert key in m
     assert m["episodes"] == 4 and m["success_rate"] == 1.0
     assert {p.name for p in (tmp_path / "run").iterdir()} == {"trajectories.jsonl", "metrics.json", "config.json"}
+    rc = main(["eval", "--suite", "miniwob", "--tasks", "click-button", "--policy", "scripted", "--episodes", "2",
+               "--samples-per-page", "3", "--json", "--quiet", "--out", str(tmp_path / "sampled")])
+    m = json.loads(capsys.readouterr().out)
+    assert rc == 0 and m["episodes"] == 6 and m["samples_per_page"] == 3
+    seeds = [json.loads(x)["seed"] for x in (tmp_path / "sampled" / "trajectories.jsonl").read_text().splitlines()]
+    first = [json.loads(x)["seed"] for x in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()][:2]
+    assert seeds == [first[0]] * 3 + [first[1]] * 3  # the pages of the plain run, three plays each
+    assert main(["eval", "--tasks", "click-button", "--samples-per-page", "0", "--quiet"]) == 2
+    assert "--samples-per-page must be 1 or more" in capsys.readouterr().err
 
 
 def test_cli_bad_input_names_the_problem(capsys, tmp_path):

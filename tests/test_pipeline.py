@@ -21,17 +21,25 @@ def smoke_run(tmp_path_factory):
 
 def test_every_stage_runs_and_the_report_holds_them(smoke_run):
     out, report = smoke_run
-    for name in ("demos", "eval-base", "sft", "eval-bc", "rl", "eval-rl"):
+    for name in ("demos", "eval-base", "sft", "eval-bc", "rl", "eval-rl", "eval-base-heldout-tasks",
+                 "eval-bc-heldout-tasks", "eval-rl-heldout-tasks", "eval-bc-sampled", "eval-rl-sampled"):
         assert (out / "stages" / f"{name}.json").is_file(), name
+    assert not (out / "stages" / "eval-base-sampled.json").exists()  # the untrained model is evaluated greedily only
     rows = success_table(out)
     assert [r["stage"] for r in rows] == ["base", "bc", "rl"]
     cfg = SCALES["smoke"]
     for r in rows:
         assert r["episodes"] + r["infra_failures"] == len(cfg.tasks) * cfg.eval_episodes
         assert 0.0 <= r["ci95"][0] <= r["ci95"][1] <= 1.0
+    heldout = success_table(out, "-heldout-tasks")
+    assert [r["stage"] for r in heldout] == ["base", "bc", "rl"]
+    assert all(set(r["per_task"]) == {"miniwob/click-link"} for r in heldout)
+    sampled = success_table(out, "-sampled")
+    assert [r["episodes"] + r["infra_failures"] for r in sampled] == [len(cfg.tasks) * cfg.eval_episodes * 2] * 2
     html = report.read_text()
     for text in ("Base model (no training)", "After BC warm-up", "After BC + M-GRPO", "Behaviour cloning", "M-GRPO",
-                 "data:image/png;base64,", "What each stage changed", "base &rarr; bc: on the same"):
+                 "data:image/png;base64,", "What each stage changed", "base &rarr; bc: on the same",
+                 "Held-out tasks (never trained on)", "base-heldout-tasks &rarr; bc-heldout-tasks", "sampled at the"):
         assert text in html, text
     assert "src='http" not in html and 'src="http' not in html and "<link" not in html  # self-contained
     # the demonstrations are real expert successes on the training pages
@@ -46,6 +54,14 @@ def test_evaluation_pages_are_held_out_from_the_demonstrations(smoke_run):
     demo_seeds = {(t.task_id, t.seed) for t in read_jsonl(out / "demos.jsonl")}
     eval_seeds = {(t.task_id, t.seed) for t in read_jsonl(out / "eval" / "rl.jsonl")}
     assert eval_seeds and not demo_seeds & eval_seeds
+    sampled = [(t.task_id, t.seed) for t in read_jsonl(out / "eval" / "rl-sampled.jsonl")]
+    assert set(sampled) == eval_seeds and len(sampled) == 2 * len(eval_seeds)  # the same pages, twice each
+
+
+def test_heldout_tasks_must_not_be_training_tasks(tmp_path):
+    cfg = scale_config("smoke", {"heldout_tasks": ["click-button"]})
+    with pytest.raises(ValueError, match="heldout_tasks are also training tasks: click-button"):
+        run(Pipeline(cfg, tmp_path / "bad", progress=False).run())
 
 
 def test_a_rerun_skips_finished_stages(smoke_run):

@@ -150,6 +150,46 @@ async def test_the_batch_waits_for_episodes_still_in_the_browser(tiny, tokenizer
         assert gen.stats["batches"] == batches, expected
 
 
+async def test_lockstep_batches_do_not_depend_on_timing(tiny, tokenizer):
+    """Evaluation's batches: whichever episode is slow in the browser, the same requests share
+    a batch, in the same order, so bfloat16 arithmetic gives the same tokens on every run."""
+    import random
+
+    tiny.webr1_autocast = torch.bfloat16  # batch-mates shift a row's numbers: what lockstep guards against
+
+    async def episodes(jitter: int, lockstep: bool):
+        gen = Generator(tiny, tokenizer, SamplingConfig(temperature=0.7, max_new_tokens=5, max_batch=3))
+        gen.lockstep, gen.expected = lockstep, 5
+        gen.batch_wait_ms, gen.straggler_wait_ms = 1, 20
+        log, delays = [], random.Random(jitter)
+        run = gen.generate_batch
+
+        def logged(prompts, seeds):
+            log.append(tuple(seeds))
+            return run(prompts, seeds)
+
+        gen.generate_batch = logged
+
+        async def episode(i):
+            ids, out = tokenizer.encode(f"episode {i}"), []
+            for turn in range(3):  # each turn's prompt holds the previous answers, as in an episode
+                await asyncio.sleep(delays.random() * 0.05)  # the browser step
+                done = await gen.generate(ids, seed=100 * i + turn)
+                ids, out = ids + done.ids, out + [done.ids]
+            gen.expected -= 1  # the episode's worker leaves, as run_episodes tells the policy
+            return out
+
+        return await asyncio.gather(*(episode(i) for i in range(5))), log
+
+    a, log_a = await episodes(1, True)
+    b, log_b = await episodes(2, True)
+    assert a == b and log_a == log_b
+    assert [len(x) for x in log_a] == [3, 2] * 3  # each round of five requests, in chunks of max_batch
+    _, free_a = await episodes(1, False)
+    _, free_b = await episodes(2, False)
+    assert free_a != free_b  # without lockstep the batches follow the timing
+
+
 # ---------------------------------------------------------------- prompts
 
 

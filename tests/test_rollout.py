@@ -41,6 +41,27 @@ async def test_seeds_fix_the_run_whatever_the_concurrency(browser):
     assert episode_seeds(tasks, 4, 3) != episode_seeds(tasks, 4, 4)
 
 
+def test_samples_per_page_replay_the_same_pages_and_old_schedules_are_kept():
+    tasks = load_tasks("miniwob", names=["click-button", "click-link"])
+    once = episode_seeds(tasks, 3, 7)
+    thrice = episode_seeds(tasks, 3, 7, samples_per_page=2)
+    assert [j.seed for j in thrice] == [j.seed for j in once for _ in range(2)]  # the same held-out pages
+    assert len({(j.task.task_id, j.sample_seed) for j in thrice}) == 12  # each play samples anew
+    # Runs recorded before sampled evaluation existed keep their schedules (this was the rule):
+    import random
+
+    from webr1_kit.rollout import _mix
+
+    rng, old = random.Random(7), []
+    for gi, task in enumerate(tasks):
+        first = rng.randrange(2**31)
+        old += [(first if k == 0 else rng.randrange(2**31), _mix(7, task.task_id, gi, k)) for k in range(3)]
+    assert [(j.seed, j.sample_seed) for j in once] == old
+    group = episode_seeds(tasks, 4, 7, grouped=True)
+    assert [j.seed for j in group] == [once[0].seed] * 4 + [group[4].seed] * 4
+    assert [j.sample_seed for j in group[:3]] == [j.sample_seed for j in once[:3]]
+
+
 async def test_infrastructure_failures_are_recorded_not_scored(browser, fixture_server):
     dead = Task(task_id="dead-site", intent="x", start_url="http://127.0.0.1:9/",
                 eval={"eval_types": ["url_match"], "reference_url": "http://127.0.0.1:9/"})

@@ -106,7 +106,7 @@ def test_paper_normalisation_weights_turns_trajectories_and_groups():
         Turn(observation={}, response="r", prompt_ids=[1], completion_ids=[5, 6, 7], logprobs=[-1.0] * 3),
         Turn(observation={}, response="r", prompt_ids=[2], completion_ids=[8], logprobs=[-1.0])])
     groups = [TrajectoryGroup("a", [long, rl_traj([1], [9, 9], 0.0)])]
-    batch = build_batch(groups, None, GRPOConfig(loss_norm="turn"))
+    batch = build_batch(groups, None, GRPOConfig(loss_norm="paper"))
     # 1 group x 2 trajectories; the long one has 2 turns of 3 and 1 tokens
     assert batch.weights[0] == pytest.approx([1 / (2 * 2 * 3)] * 3)
     assert batch.weights[1] == pytest.approx([1 / (2 * 2 * 1)])
@@ -114,6 +114,38 @@ def test_paper_normalisation_weights_turns_trajectories_and_groups():
     assert sum(map(sum, batch.weights)) == pytest.approx(1.0)
     tok = build_batch(groups, None, GRPOConfig(loss_norm="token"))
     assert all(w == pytest.approx(1 / 6) for ws in tok.weights for w in ws)
+
+
+def test_constant_normalisation_weighs_every_token_by_the_step_budget():
+    groups = [TrajectoryGroup("a", [rl_traj([1], [5, 6, 7], 1.0), rl_traj([1], [9, 9], 0.0)])]
+    cfg = GRPOConfig(loss_norm="constant", tasks_per_step=3, group_size=2)
+    batch = build_batch(groups, None, cfg, max_new_tokens=10)
+    assert all(w == pytest.approx(1 / (3 * 2 * 10)) for ws in batch.weights for w in ws)
+
+
+# ---------------------------------------------------------------- the reward M-GRPO learns from
+
+
+def test_invalid_budget_and_cut_off_responses_earn_nothing_and_masking_removes_cut_tokens():
+    from webr1_kit.grpo import episode_reward
+
+    ok = rl_traj([1], [5, 6], 1.0)
+    ok.turns[0].finish = "stop"
+    budget = rl_traj([1], [5, 6], 1.0)  # the page passed, but the episode ended on an invalid action
+    budget.termination = "invalid_budget"
+    cut = rl_traj([1], [7, 8, 9], 1.0)
+    cut.turns[0].finish = "length"
+    penalise, mask = GRPOConfig(truncation="penalise"), GRPOConfig(truncation="mask")
+    assert episode_reward(ok, penalise) == 1.0 and episode_reward(budget, mask) == 0.0
+    assert episode_reward(cut, penalise) == 0.0 and episode_reward(cut, mask) == 1.0
+    fail = rl_traj([1], [4], 0.0)
+    # penalise: the cut-off episode is a failure with a negative advantage on its tokens
+    batch = build_batch([TrajectoryGroup("a", [ok, cut])], None, penalise)
+    assert batch.advantages[0][0] > 0 > batch.advantages[1][0] and sum(map(len, batch.advantages)) == 5
+    # mask: the cut-off response keeps its reward but trains no token
+    batch = build_batch([TrajectoryGroup("a", [ok, cut, fail])], None, mask)
+    assert [len(a) for a in batch.advantages] == [2, 1]
+    assert [s.input_ids[-1] for s in batch.seqs] == [6, 4]
 
 
 # ---------------------------------------------------------------- the loss
@@ -176,6 +208,57 @@ def test_kl_is_zero_while_the_adapter_is_zero(tokenizer):
     logp, _ = token_logprobs(policy.model, [seq])
     _, stats = grpo_loss(logp, logp.detach(), ref, torch.ones(3), torch.ones(3) / 3, GRPOConfig(beta=0.1))
     assert stats["kl_sum"] > 1e-6
+
+
+def test_logprobs_are_of_the_tempered_distribution_when_recorded_and_when_trained(tokenizer):
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model, 0.1)
+    gen = policy.generator
+    gen.cfg = SamplingConfig(temperature=0.7, max_new_tokens=8)
+    prompt = tokenizer.encode("Click the button labelled Buy")
+    outs = gen.generate_batch([prompt, prompt[:-1]], [3, 4])
+    seqs = []
+    for p, o in zip([prompt, prompt[:-1]], outs):
+        seq = Packed()
+        seq.add(p, trained=False)
+        seq.add(o.ids, trained=True, logprobs=o.logprobs, turn=0)
+        seqs.append(seq)
+        with torch.no_grad():  # the definition: log_softmax(logits / T) at the sampled token
+            lp = torch.log_softmax(policy.model(torch.tensor([p + o.ids])).logits.float() / 0.7, -1)[0]
+        direct = [lp[len(p) - 1 + i, t].item() for i, t in enumerate(o.ids)]
+        assert o.logprobs == pytest.approx(direct, abs=1e-4)
+    recorded = torch.tensor([lp for o in outs for lp in o.logprobs])
+    with torch.no_grad():
+        trained, _ = token_logprobs(policy.model, seqs, temperature=0.7)
+        untempered, _ = token_logprobs(policy.model, seqs)
+    assert torch.allclose(trained, recorded, atol=1e-4)  # ρ = 1 before the update
+    assert (untempered - recorded).abs().max() > 1e-2  # and T matters
+
+
+def test_the_kl_reference_is_the_adapter_rl_started_from(tokenizer, tmp_path):
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model, 0.05)  # a "BC" adapter, far from the base model
+    policy.freeze_reference()
+    groups = [TrajectoryGroup("a", [rl_traj([1, 2, 3], [4, 5, 6], 1.0), rl_traj([1, 2, 3], [7, 8], 0.0)])]
+    batch = build_batch(groups, tokenizer, GRPOConfig())
+    cfg = GRPOConfig(lr=1e-2, beta=0.1)
+    opt = make_optimizer(policy.model, cfg.lr, tuple(cfg.betas))
+    frozen = {n: p.detach().clone() for n, p in policy.model.named_parameters() if ".reference." in n}
+    assert frozen and not any(p.requires_grad for n, p in policy.model.named_parameters() if ".reference." in n)
+    first = update(policy, batch, cfg, opt)
+    assert first["kl"] == pytest.approx(0.0, abs=1e-7)  # the policy is still its reference
+    second = update(policy, batch, cfg, opt)
+    assert second["kl"] > 1e-7
+    for n, p in policy.model.named_parameters():
+        if n in frozen:
+            assert torch.equal(p, frozen[n]), n
+    with policy.adapter_off() as base, torch.no_grad():  # the untrained model is yet another one
+        off, _ = token_logprobs(base, batch.seqs)
+    with policy.reference() as ref, torch.no_grad():
+        at_start, _ = token_logprobs(ref, batch.seqs)
+    assert (off - at_start).abs().max() > 1e-3
+    policy.save_adapter(tmp_path / "a")  # only the trained adapter is saved
+    assert not (tmp_path / "a" / "reference").exists()
 
 
 def test_one_update_changes_every_lora_parameter_and_no_base_parameter(tokenizer):
@@ -265,7 +348,7 @@ def test_webr1_rl_runs_a_smoke_config_and_resumes(tokenizer, tmp_path, capsys):
     config = {
         "policy": {"model": str(model_dir), "lora": {"r": 4, "alpha": 8}},
         "prompt": {"max_prompt_tokens": 2048},
-        "sampling": {"max_new_tokens": 16},
+        "sampling": {"max_new_tokens": 16, "temperature": 0.7},
         "grpo": {"steps": 2, "tasks_per_step": 2, "group_size": 2, "max_turns": 2, "eval_max_turns": 2,
                  "eval_every": 2, "eval_tasks": 2, "save_every": 1, "concurrency": 4},
         "tasks": {"suite": "miniwob", "names": ["click-button", "focus-text"]},
@@ -278,12 +361,28 @@ def test_webr1_rl_runs_a_smoke_config_and_resumes(tokenizer, tmp_path, capsys):
     assert summary["steps"] == 2 and len(summary["eval_success"]) == 2
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in rows if r["phase"] == "train"]
-    for key in ("success_rate", "equal_reward_frac", "rerolled_groups", "kl", "entropy", "clip_frac", "grad_norm", "response_tokens",
+    for key in ("success_rate", "first_draw_success", "first_draw_episodes", "equal_reward_frac", "rerolled_groups",
+                "kl", "entropy", "clip_frac", "grad_norm", "response_tokens", "truncated_responses",
                 "turns", "invalid_action_rate", "rollout_s", "update_s"):
         assert key in train[0], key
-    assert {p.name for p in out.iterdir()} >= {"config.json", "metrics.jsonl", "trajectories", "checkpoints", "adapter"}
+    assert train[0]["first_draw_success"] == train[0]["success_rate"] and train[0]["first_draw_episodes"] == 4
+    from webr1_kit.trajectory import read_jsonl
+
+    step = list(read_jsonl(out / "trajectories" / "step-1.jsonl"))
+    assert len(step) == 4 and all(t.meta["rl_reward"] == 0.0 for t in step)  # what the update learned from
+    assert {p.name for p in out.iterdir()} >= {"config.json", "metrics.jsonl", "trajectories", "checkpoints", "adapter",
+                                                 "reference"}
     assert main(["rl", "--config", str(tmp_path / "rl.json"), "--out", str(out), "--quiet"]) == 2  # refuses to overwrite
     assert "--resume" in capsys.readouterr().err
+    # With dynamic sampling the first draw is logged before its equal groups are replaced:
+    # the random model never succeeds, so both of its groups are re-rolled, twice.
+    config["grpo"].update(steps=1, dynamic_sampling=True, eval_every=0)
+    (tmp_path / "ds.json").write_text(json.dumps(config))
+    assert main(["rl", "--config", str(tmp_path / "ds.json"), "--out", str(tmp_path / "ds"), "--quiet"]) == 0
+    (row,) = [json.loads(x) for x in (tmp_path / "ds" / "metrics.jsonl").read_text().splitlines()]
+    assert row["rerolled_groups"] == 4 and row["first_draw_episodes"] == 4 and row["first_draw_success"] == 0.0
+    rerolled = (tmp_path / "ds" / "trajectories" / "rerolled-step-1.jsonl").read_text().splitlines()
+    assert len(rerolled) == 8  # four replaced groups of two, kept for inspection
 
 
 def test_generation_after_an_update_uses_the_new_weights(tokenizer):

@@ -318,10 +318,10 @@ def test_plot_run_draws_every_logged_curve_and_skips_missing_keys(tmp_path):
         f.write('{"phase": "train", "step": 13, "succ')  # a run killed mid-write
     fig = plot_run(run, save=tmp_path / "run.png")
     titles = [ax.get_title() for ax in fig.axes]
-    assert titles == ["success rate", "reward", "KL to the base model", "entropy", "response length",
+    assert titles == ["success rate", "reward", "KL to the reference", "entropy", "response length",
                       "turns per episode", "invalid-action rate", "loss"]
     success = fig.axes[0]
-    assert [line.get_label() for line in success.lines] == ["train", "held-out"]
+    assert [line.get_label() for line in success.lines] == ["trained groups", "held-out"]
     assert list(success.lines[0].get_xdata()) == list(range(1, 13))  # the torn line is skipped
     assert not any("skipped" in t.get_text() for t in fig.texts)
     png_ok(tmp_path / "run.png")
@@ -329,7 +329,7 @@ def test_plot_run_draws_every_logged_curve_and_skips_missing_keys(tmp_path):
     few = plot_run(metrics_rows(keys=("success_rate", "turns")), save=tmp_path / "few.png")
     assert [ax.get_title() for ax in few.axes] == ["success rate", "turns per episode", "invalid-action rate"]
     note = " ".join(t.get_text() for t in few.texts)
-    assert "skipped: reward, KL to the base model, entropy, response length, loss" in note
+    assert "skipped: reward, KL to the reference, entropy, response length, loss" in note
     png_ok(tmp_path / "few.png")
     empty = plot_run(write_run(tmp_path / "new", []))
     assert not empty.axes and "no metrics yet" in empty.texts[0].get_text()
@@ -342,8 +342,9 @@ def test_plot_runs_compares_runs_and_plot_success_draws_sites_and_templates(tmp_
     b = write_run(tmp_path / "b", metrics_rows(keys=("success_rate",)))
     fig = plot_runs({"baseline": a, "no-think": b}, save=tmp_path / "cmp.png")
     labels = [line.get_label() for line in fig.axes[0].lines]
-    assert labels == ["baseline (train)", "baseline (held-out)", "no-think (train)", "no-think (held-out)"]
-    kl = next(ax for ax in fig.axes if ax.get_title() == "KL to the base model")
+    assert labels == ["baseline (trained groups)", "baseline (held-out)", "no-think (trained groups)",
+                      "no-think (held-out)"]
+    kl = next(ax for ax in fig.axes if ax.get_title() == "KL to the reference")
     assert [line.get_label() for line in kl.lines] == ["baseline"]  # run b logged no KL
     png_ok(tmp_path / "cmp.png")
 

@@ -288,13 +288,49 @@ def extract_call(text: str) -> str:
     raise ActionError("malformed", f"unfinished action: {body[m.start():][:80]!r} has no closing parenthesis")
 
 
-def parse_action(text: str) -> Action:
+_TAG = re.compile(r"</?(?:think|answer)>")
+_STRICT = re.compile(r"\s*(?:<think>(?P<think>.*?)</think>\s*)?<answer>(?P<answer>.*?)</answer>\s*", re.S)
+
+
+def check_format(text: str) -> str:
+    """The strict reading of a response: the call it holds, or ActionError("malformed").
+
+    A response is well-formed when it is exactly one optional `<think>…</think>` followed
+    by one `<answer>…</answer>` whose content is one action call and nothing else, and the
+    text ends with `</answer>` (the generator's stop string, so a response cut off at the
+    token limit never qualifies). The lenient reading (`extract_call`) takes the last
+    answer's first call and forgives a missing `</answer>`, which lets a cut-off
+    `<answer><think>do(...)</think><think>…` count as a click: fine for evaluating what a
+    model meant, wrong for rewarding it. The think block is optional here because whether
+    the model is asked to think is the prompt's choice (PromptConfig.think), which the
+    environment does not see.
+    """
+    m = _STRICT.fullmatch(text)
+    if m is None or _TAG.search(m.group("think") or "") or _TAG.search(m.group("answer")):
+        snippet = " ".join(text.split())[-80:]
+        raise ActionError(
+            "malformed",
+            f'the response "…{snippet}" is not one <think>…</think><answer>…</answer> ending with </answer>: '
+            'write your reasoning in <think></think>, then one call such as do(action="Click", element="3") '
+            "in <answer></answer>",
+        )
+    body = m.group("answer").strip()
+    call = extract_call(body)
+    if call != body:
+        raise ActionError("malformed", f"<answer> must hold exactly one action call and nothing else, got {body[:80]!r}")
+    return call
+
+
+def parse_action(text: str, strict: bool = False) -> Action:
     """Parse a model response (bare call or <think>/<answer> format) into an Action.
 
+    strict=False reads leniently (the first call of the last answer, a missing
+    `</answer>` forgiven); strict=True demands the well-formed response of
+    `check_format` (EnvConfig.action_format chooses; RL rollouts use strict).
     Raises ActionError(kind="malformed") with a message for the agent if the text
     holds no valid call.
     """
-    call_text = extract_call(text)
+    call_text = check_format(text) if strict else extract_call(text)
     try:
         node = ast.parse(call_text, mode="eval").body
     except SyntaxError:

@@ -375,7 +375,7 @@ class BrowserEnv:
         self._blocked, self._server_errors = [], []
         url_before = self.page.url
         try:
-            action = parse_action(action_text)
+            action = parse_action(action_text, strict=self.config.action_format == "strict")
             info["action"] = describe(action)
             pages_before = len(self.pages)
             if action.element is not None:

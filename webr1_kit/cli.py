@@ -66,7 +66,9 @@ def _make_policy(name: str, seed: int, args: argparse.Namespace | None = None) -
                               max_new_tokens=getattr(args, "max_new_tokens", 256) or 256)
     prompt = PromptConfig(think=not getattr(args, "no_think", False))
     print(f"loading model {name}" + (f" with adapter {adapter}" if adapter else ""), file=sys.stderr)
-    return load_policy(name, lora=None, adapter=adapter, prompt=prompt, sampling=sampling, seed=seed)
+    policy = load_policy(name, lora=None, adapter=adapter, prompt=prompt, sampling=sampling, seed=seed)
+    policy.generator.lockstep = True  # an evaluation: the same weights and seeds give the same episodes
+    return policy
 
 
 def _select_tasks(args: argparse.Namespace) -> list:
@@ -134,7 +136,9 @@ def _eval(args: argparse.Namespace) -> int:
     from .trajectory import write_jsonl
 
     if args.max_invalid < 0:
-        raise SystemExit(f"webr1: --max-invalid must be 0 (never) or more, got {args.max_invalid}")
+        raise ValueError(f"--max-invalid must be 0 (never) or more, got {args.max_invalid}")
+    if args.samples_per_page < 1:
+        raise ValueError(f"--samples-per-page must be 1 or more, got {args.samples_per_page}")
     tasks = _select_tasks(args)
     cfg = _env_config(args)
     if args.suite in WEBARENA_SUITES:
@@ -147,10 +151,12 @@ def _eval(args: argparse.Namespace) -> int:
         run_episodes(
             policy, tasks, episodes=args.episodes, concurrency=args.concurrency, max_turns=args.max_turns,
             seed=args.seed, config=cfg, progress=not args.quiet, max_invalid=args.max_invalid or None,
+            samples_per_page=args.samples_per_page,
         )
     )
     metrics = {"suite": args.suite, "split": args.split or _default_split(args.suite), "policy": args.policy,
-               "seed": args.seed, **result.metrics}
+               "seed": args.seed, "temperature": args.temperature, "samples_per_page": args.samples_per_page,
+               **result.metrics}
     if args.suite in WEBARENA_SUITES:
         from .tasks.webarena import paper_table
 
@@ -470,7 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--temperature", type=float, default=0.0, help="model sampling temperature (default 0: greedy)")
     ev.add_argument("--max-new-tokens", type=int, default=256, help="longest model response in tokens (default 256)")
     ev.add_argument("--no-think", action="store_true", help="ask the model for the answer only, without <think>")
-    ev.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
+    ev.add_argument("--episodes", type=int, default=1, help="episodes per task, each on its own page (default 1)")
+    ev.add_argument("--samples-per-page", type=int, default=1, metavar="K",
+                    help="play each page K times with different sampling seeds: with --temperature above 0, a "
+                         "sampled policy's success on the same pages a greedy run plays (default 1)")
     ev.add_argument("--concurrency", type=int, default=8, help="episodes running at once on one browser (default 8)")
     ev.add_argument("--max-turns", type=int, default=15, help="turn limit per episode (default 15)")
     ev.add_argument("--max-invalid", type=int, default=3,

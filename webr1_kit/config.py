@@ -53,6 +53,13 @@ class EnvConfig:
     headless: bool = True
     """Run the browser without a window."""
 
+    action_format: Literal["lenient", "strict"] = "lenient"
+    """How responses are read. "lenient": the first action call of the last <answer>, a
+    missing </answer> forgiven (what a model meant; evaluation's default). "strict": only
+    an optional <think>…</think> then one <answer> holding exactly one call, ending with
+    </answer>; anything else is a malformed action (M-GRPO rollouts use this, see
+    GRPOConfig.strict_format, so that a broken response never earns reward)."""
+
     action_timeout_ms: int = 5000
     """How long an action may wait for its element to become actionable (visible, enabled,
     not covered). Waiting for the page load an action starts is bounded by navigation_timeout_ms."""
@@ -302,8 +309,10 @@ class GRPOConfig:
     lr: float = 5e-5
     """Learning rate. The paper's 1e-6 is for full fine-tuning; LoRA needs more."""
 
-    warmup_steps: int = 0
-    """Linear warm-up steps; then constant, as in the paper."""
+    warmup_steps: int = 3
+    """Linear warm-up steps, then constant as in the paper. Adam's first steps move every
+    LoRA weight by about ±lr whatever the gradient's size; ramping the rate keeps those
+    first, noisiest steps small."""
 
     betas: tuple[float, ...] = (0.9, 0.99)
     """Adam betas (the paper's)."""
@@ -312,7 +321,8 @@ class GRPOConfig:
     """Gradient clipping (the paper: 0.01 for full fine-tuning)."""
 
     beta: float = 0.001
-    """KL coefficient, k3 estimator, to the base model with the adapter off (the paper's)."""
+    """KL coefficient (the paper's), k3 estimator, to the policy RL starts from (the BC
+    adapter when RL continues one, else the base model), frozen at the start of the run."""
 
     clip_eps: float = 0.2
     """PPO clip range of the importance ratio (the paper's)."""
@@ -320,8 +330,12 @@ class GRPOConfig:
     updates_per_batch: int = 1
     """Optimizer passes over each batch of rollouts; 1 (the paper) keeps the ratio at 1."""
 
-    loss_norm: Literal["turn", "token"] = "turn"
-    """"turn": the paper's formula (per turn, then trajectory, then group); "token": mean over all tokens."""
+    loss_norm: Literal["token", "paper", "constant"] = "token"
+    """How each trained token is weighted. "token" (DAPO): every trained token of the step
+    weighs the same, 1 / (tokens trained). "paper": the paper's 1/G · 1/|τ| · 1/|a_j| (per
+    turn, per trajectory, per group), which gives a long failed multi-turn trajectory's
+    tokens several times less weight than a short success's. "constant" (Dr. GRPO): 1 /
+    (tasks_per_step · group_size · max_new_tokens), the same for every step."""
 
     train_think: bool = True
     """Train the <think> tokens too; False masks them (the release's chat path)."""
@@ -334,8 +348,23 @@ class GRPOConfig:
     the replaced groups are logged as `rerolled_groups` and kept, untrained, in
     trajectories/rerolled-step-N.jsonl."""
 
-    max_invalid: int | None = 5
-    """End an episode after this many invalid actions."""
+    max_invalid: int | None = 1
+    """End an episode after this many invalid actions; it then earns reward 0. With 1, a
+    turn with a malformed or impossible action costs the episode, so no episode can collect
+    a positive advantage for the garbage turn it contains."""
+
+    strict_format: bool = True
+    """Roll out with EnvConfig.action_format="strict": a response earns nothing unless it is
+    one <think>…</think><answer>…</answer> (think optional) ending on </answer> with exactly
+    one call. Held-out evaluation keeps the environment's own setting (lenient by default)."""
+
+    truncation: Literal["penalise", "mask"] = "penalise"
+    """Responses cut off at max_new_tokens. "penalise": the episode's reward is 0 and the
+    cut-off tokens are trained with that advantage. "mask": they are left out of the loss
+    (DAPO's overlong filtering, TRL's mask_truncated_completions) and the reward stands.
+    Penalise is the default because a well-formed web action is short (20-40 tokens after
+    BC), so a response that reaches the limit is nearly always a degenerate repetition
+    (`<think><think>…`), and the negative advantage on its tokens is what removes it."""
 
     concurrency: int = 8
     """Episodes in flight at once."""

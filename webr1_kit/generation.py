@@ -6,12 +6,17 @@ them, and decodes them together in a worker thread, so the event loop keeps driv
 the browsers while the model computes. That overlap, and the batching, are where
 asynchronous rollouts gain on a one-episode-at-a-time loop.
 
-Each request returns the sampled token ids, their text and their log-probabilities.
-The log-probabilities are those of the model's own distribution (temperature 1, no
-top-p), i.e. log π_old(token) for the importance ratio, whatever the sampling
-temperature. Each request samples with its own seeded generator, so a response
-depends on its seed, not on which other requests shared its batch (up to floating
-point differences between batch shapes).
+Each request returns the sampled token ids, their text and their log-probabilities
+under the distribution they were sampled from: log_softmax(logits / T) at sampling
+temperature T (T = 1 for greedy decoding, where nothing is sampled). That is log π_old
+for the importance ratio, and training scores tokens at the same T
+(`training.token_logprobs(..., temperature=T)`), as TRL does: the policy M-GRPO improves
+is the tempered one that acted. A top-p cut is not part of it (the ratio then sees the
+untruncated tempered distribution; M-GRPO's default keeps top_p at 1).
+
+Each request samples with its own seeded generator, so a response depends on its seed,
+not on which other requests shared its batch, up to floating-point differences between
+batch shapes; `lockstep` batching removes those too (evaluation uses it).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ class Completion:
     """Sampled token ids (including the end token, if one was sampled)."""
     text: str
     logprobs: list[float]
-    """log π(token) under the model's raw distribution, one per id."""
+    """log π_T(token) = log_softmax(logits / T) at the sampling temperature T (1 when greedy), one per id."""
     finish: str
     """"stop" (end token or stop string) or "length" (max_new_tokens reached)."""
 
@@ -65,6 +70,13 @@ class Generator:
         up to `straggler_wait_ms`, until that many requests are pending: episodes whose browser
         step ends while a batch decodes would otherwise form a second, smaller batch, and the
         two cohorts would then alternate for the rest of the run at half the batch size."""
+        self.lockstep = False
+        """Deterministic batches (evaluation): wait, without a deadline, until every running
+        caller's request is pending, then decode that whole round in a fixed order (by request
+        seed) and in fixed chunks before taking new requests. Which requests share a batch then
+        depends on the episodes alone, not on timing, so the same weights and seeds give the
+        same tokens under bfloat16 arithmetic too, where a row's numbers shift slightly with
+        its batch-mates. Each round waits for its slowest browser step."""
         self._pending: list[_Request] = []
         self._static: tuple[int, ...] = ()
         self._static_cache: Any = None
@@ -88,6 +100,8 @@ class Generator:
         return await req.future
 
     async def _drain(self) -> None:
+        if self.lockstep:
+            return await self._drain_rounds()
         while self._pending:
             if len(self._pending) < self.cfg.max_batch:
                 await asyncio.sleep(self.batch_wait_ms / 1000)  # let other episodes join the batch
@@ -95,32 +109,43 @@ class Generator:
                 deadline = time.perf_counter() + self.straggler_wait_ms / 1000
                 while len(self._pending) < want and time.perf_counter() < deadline:
                     await asyncio.sleep(0.01)
-            batch = self._take()
-            try:
-                results = await asyncio.to_thread(self.generate_batch, [r.prompt_ids for r in batch],
-                                                  [r.seed for r in batch])
-            except BaseException as exc:  # hand the failure to every caller of this batch
-                for r in batch:
-                    if not r.future.done():
-                        r.future.set_exception(exc)
-                continue
-            for r, res in zip(batch, results):
-                if not r.future.done():
-                    r.future.set_result(res)
+            await self._run(self._take(self._pending))
 
-    def _take(self) -> list[_Request]:
-        """Pending requests, oldest first, within max_batch and the token budget."""
+    async def _drain_rounds(self) -> None:
+        """The lockstep schedule (see `lockstep`): one round of every running caller at a time."""
+        while self._pending:
+            while len(self._pending) < self.expected:
+                await asyncio.sleep(0.01)
+            rnd, self._pending = sorted(self._pending, key=lambda r: (r.seed, r.prompt_ids)), []
+            while rnd:
+                await self._run(self._take(rnd))
+
+    async def _run(self, batch: list[_Request]) -> None:
+        """Decode `batch` in a worker thread and hand each caller its result (or the failure)."""
+        try:
+            results = await asyncio.to_thread(self.generate_batch, [r.prompt_ids for r in batch],
+                                              [r.seed for r in batch])
+        except BaseException as exc:  # hand the failure to every caller of this batch
+            for r in batch:
+                if not r.future.done():
+                    r.future.set_exception(exc)
+            return
+        for r, res in zip(batch, results):
+            if not r.future.done():
+                r.future.set_result(res)
+
+    def _take(self, queue: list[_Request]) -> list[_Request]:
+        """Requests from the front of `queue` (removed from it), within max_batch and the token budget."""
         batch: list[_Request] = []
         longest = 0
-        for r in list(self._pending):
+        for r in list(queue):
             longest_if = max(longest, len(r.prompt_ids))
             if batch and ((len(batch) + 1) * (longest_if + self.cfg.max_new_tokens) > self.cfg.batch_token_budget
                           or len(batch) >= self.cfg.max_batch):
                 break
             batch.append(r)
             longest = longest_if
-        for r in batch:
-            self._pending.remove(r)
+        del queue[: len(batch)]
         return batch
 
     # ------------------------------------------------------------------ the decoding loop
@@ -252,7 +277,8 @@ class Generator:
         return results
 
     def _sample_rows(self, logits: Any, gens: list[Any]) -> tuple[list[int], list[float]]:
-        """One token per row, and its raw log-probability, for the whole batch at once.
+        """One token per row, and its log-probability under the tempered distribution it
+        was drawn from (T = 1 when greedy), for the whole batch at once.
 
         Each row draws its one uniform number from its own seeded generator and inverts
         its CDF, so a row's token depends on its seed and its logits only, never on
@@ -263,7 +289,8 @@ class Generator:
         if self.cfg.temperature <= 0:
             toks = torch.argmax(logits, dim=-1)
         else:
-            probs = torch.softmax(logits / self.cfg.temperature, dim=-1)
+            logits = logits / self.cfg.temperature  # the sampling distribution, also for the log-probs
+            probs = torch.softmax(logits, dim=-1)
             u = torch.stack([torch.rand((), generator=g) for g in gens]).to(probs.device)
             if self.cfg.top_p < 1.0:
                 sorted_p, order = torch.sort(probs, dim=-1, descending=True)

@@ -5,12 +5,14 @@ task reward is turned into a group-relative advantage
 
     A_i = (r_i - mean(r)) / (std(r) + eps)
 
-that every response token of trajectory i receives, and the loss is the paper's
+that every response token of trajectory i receives, and the loss is
 
-    -1/G Σ_i 1/|τ_i| Σ_turns 1/|a_ij| Σ_tokens [ min(ρ·A, clip(ρ, 1-ε, 1+ε)·A) - β·KL ]
+    -Σ_i Σ_turns Σ_tokens w · [ min(ρ·A, clip(ρ, 1-ε, 1+ε)·A) - β·KL ]
 
-with ρ the probability ratio to the rollout policy and KL the k3 estimator
-exp(ref - logp) - (ref - logp) - 1 to the base model (the adapter switched off).
+with ρ the probability ratio to the rollout policy, KL the k3 estimator
+exp(ref - logp) - (ref - logp) - 1 to the policy RL started from, and w each token's
+weight: the paper's w = 1/G · 1/|τ_i| · 1/|a_ij| (`loss_norm="paper"`), or by default
+the same weight for every trained token of the step (`"token"`, see departure 8).
 
 Departures from the paper (read these before comparing numbers):
 1. LoRA (or QLoRA) adapters instead of full fine-tuning, so the defaults are lr 5e-5
@@ -30,10 +32,21 @@ Departures from the paper (read these before comparing numbers):
    generator), so the ratio also absorbs any numerical difference between sampling
    and training forwards; RL forwards run with dropout off, so ρ = 1 at the first
    update, as in the paper's single-update setting.
-7. The KL reference is the model with the adapter switched off (no second copy of the
-   weights). When RL continues the BC adapter, that is the model *before* BC, not the
-   BC model the paper's reference would be; at β = 0.001 its pull is small, and the
-   logged `kl` measures the distance from the untrained model.
+7. The KL reference is the policy RL starts from, as in the paper: a frozen copy of the
+   starting adapter (the BC adapter, or a fresh one, which is the base model) kept as a
+   second peft adapter on the same base weights (`LLMPolicy.freeze_reference`) and saved
+   as <run>/reference, so a resumed run keeps it.
+8. Loss normalisation defaults to one weight per trained token of the step (DAPO).
+   The paper's 1/|τ|·1/|a_j| gives a long failed multi-turn trajectory's tokens several
+   times less weight than a short success's (the length bias Dr. GRPO describes, worse
+   across turns); "paper" and Dr. GRPO's "constant" remain as `loss_norm` options.
+9. Every log-probability (the generator's record, the training forward and the
+   reference forward) is of the tempered distribution the tokens were sampled from,
+   log_softmax(logits / T), as in TRL; at T = 1 this is the paper's.
+10. The reward is the task's verdict, made stricter for learning (`episode_reward`):
+   rollouts read responses strictly (GRPOConfig.strict_format), an episode ended by its
+   invalid-action budget earns 0, and so does one with a response cut off at the token
+   limit (GRPOConfig.truncation="penalise"; "mask" leaves those tokens out instead).
 """
 
 from __future__ import annotations
@@ -49,7 +62,7 @@ from typing import Any, Sequence
 
 from .config import EnvConfig, GRPOConfig, to_dict
 from .tasks.task import Task
-from .trajectory import Packed, TrajectoryGroup, pack, write_jsonl
+from .trajectory import Packed, Trajectory, TrajectoryGroup, pack, write_jsonl
 from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
                        save_checkpoint, token_logprobs, trim_memory)
 
@@ -79,8 +92,32 @@ class Batch:
     equal_groups: int = 0
 
 
-def build_batch(groups: Sequence[TrajectoryGroup], tokenizer: Any, cfg: GRPOConfig) -> Batch:
-    """Advantages, packed sequences and per-token loss weights for the informative groups."""
+def truncated(traj: Trajectory) -> bool:
+    """Whether any response of the episode was cut off at the token limit."""
+    return any(t.finish == "length" for t in traj.turns)
+
+
+def episode_reward(traj: Trajectory, cfg: GRPOConfig) -> float:
+    """The reward M-GRPO learns from: the task's verdict, except that an episode ended by
+    its invalid-action budget earns 0 (an invalid turn costs the episode, even where the
+    page happened to be in a passing state), and so does one with a cut-off response when
+    `cfg.truncation` is "penalise". Evaluation reports the verdict itself."""
+    if traj.termination == "invalid_budget" or (cfg.truncation == "penalise" and truncated(traj)):
+        return 0.0
+    return traj.reward
+
+
+def _untrain_turns(seq: Packed, turns: set[int]) -> Packed:
+    """`seq` with the tokens of `turns` out of the loss."""
+    keep = [0 if t in turns else m for t, m in zip(seq.turn, seq.loss_mask)]
+    return Packed(seq.input_ids, keep, seq.old_logprobs, [t if m else -1 for t, m in zip(seq.turn, keep)])
+
+
+def build_batch(groups: Sequence[TrajectoryGroup], tokenizer: Any, cfg: GRPOConfig,
+                max_new_tokens: int = 256) -> Batch:
+    """Advantages, packed sequences and per-token loss weights for the informative groups.
+
+    max_new_tokens: the response limit the rollouts ran with (the "constant" normaliser)."""
     batch = Batch()
     informative = []
     for g in groups:
@@ -88,7 +125,7 @@ def build_batch(groups: Sequence[TrajectoryGroup], tokenizer: Any, cfg: GRPOConf
         if not valid:
             continue
         batch.groups += 1
-        adv = group_advantages([t.reward for t in valid])
+        adv = group_advantages([episode_reward(t, cfg) for t in valid])
         if all(a == 0 for a in adv):
             batch.equal_groups += 1
             continue
@@ -97,8 +134,12 @@ def build_batch(groups: Sequence[TrajectoryGroup], tokenizer: Any, cfg: GRPOConf
     for gi, (valid, adv) in enumerate(informative):
         for traj, a in zip(valid, adv):
             seqs = [apply_think_mask(tokenizer, s, cfg.train_think) for s in pack(traj)]
+            if cfg.truncation == "mask":
+                cut = {j for j, t in enumerate(traj.turns) if t.finish == "length"}
+                seqs = [_untrain_turns(s, cut) for s in seqs] if cut else seqs
             per_traj.append((seqs, a, len(valid), gi))
     n_tokens = sum(sum(s.loss_mask) for seqs, *_ in per_traj for s in seqs)
+    constant = cfg.tasks_per_step * cfg.group_size * max_new_tokens
     for seqs, a, size, _ in per_traj:
         turn_tokens: dict[int, int] = {}
         for s in seqs:
@@ -111,6 +152,8 @@ def build_batch(groups: Sequence[TrajectoryGroup], tokenizer: Any, cfg: GRPOConf
                 continue
             if cfg.loss_norm == "token":
                 w = [1.0 / n_tokens] * len(trained_turns)
+            elif cfg.loss_norm == "constant":
+                w = [1.0 / constant] * len(trained_turns)
             else:  # the paper: 1/groups · 1/G · 1/|τ| · 1/|a_j|
                 w = [1.0 / (len(informative) * size * len(turn_tokens) * turn_tokens[t]) for t in trained_turns]
             batch.seqs.append(s)
@@ -142,8 +185,8 @@ def grpo_loss(logp: Any, old_logp: Any, ref_logp: Any | None, adv: Any, weight: 
     return loss, stats
 
 
-def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any) -> dict[str, float]:
-    """`cfg.updates_per_batch` optimizer steps on one batch of rollouts."""
+def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any, temperature: float = 1.0) -> dict[str, float]:
+    """`cfg.updates_per_batch` optimizer steps on one batch of rollouts sampled at `temperature`."""
     import torch
 
     model = policy.model
@@ -162,8 +205,8 @@ def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any) -> dict[s
             ref = None
             if cfg.beta:
                 with torch.no_grad(), policy.reference() as base:
-                    ref, _ = token_logprobs(base, seqs)
-            logp, ent = token_logprobs(model, seqs, entropy=True)
+                    ref, _ = token_logprobs(base, seqs, temperature=temperature)
+            logp, ent = token_logprobs(model, seqs, entropy=True, temperature=temperature)
             device = logp.device
             old = torch.tensor([lp for s in seqs for lp, m in zip(s.old_logprobs, s.loss_mask) if m], device=device)
             adv = torch.tensor([a for i in idx for a in batch.advantages[i]], device=device)
@@ -184,14 +227,16 @@ def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any) -> dict[s
     return stats
 
 
-async def reroll_equal_groups(groups: list[TrajectoryGroup], rerun: Any,
-                              rounds: int) -> tuple[list[TrajectoryGroup], list[TrajectoryGroup]]:
+async def reroll_equal_groups(groups: list[TrajectoryGroup], rerun: Any, rounds: int,
+                              reward: Any = None) -> tuple[list[TrajectoryGroup], list[TrajectoryGroup]]:
     """Dynamic sampling: up to `rounds` times, replace the groups whose valid episodes all
     got the same reward (zero advantage, nothing to learn) by `await rerun(n, round)` fresh
-    groups. Returns (the groups to train on, the groups replaced)."""
+    groups. `reward(trajectory)` is the reward learned from (default: the verdict's).
+    Returns (the groups to train on, the groups replaced)."""
+    reward = reward or (lambda t: t.reward)
     replaced: list[TrajectoryGroup] = []
     for extra in range(rounds):
-        flat = [g for g in groups if len({t.reward for t in g.valid}) <= 1]
+        flat = [g for g in groups if len({reward(t) for t in g.valid}) <= 1]
         if not flat:
             break
         replaced += flat
@@ -217,12 +262,13 @@ def _mix(*parts: Any) -> int:
     return int.from_bytes(hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=4).digest(), "little")
 
 
-def _rollout_stats(groups: Sequence[TrajectoryGroup]) -> dict[str, Any]:
+def _rollout_stats(groups: Sequence[TrajectoryGroup], cfg: GRPOConfig) -> dict[str, Any]:
     trajs = [t for g in groups for t in g.valid]
     turns = [turn for t in trajs for turn in t.turns]
     return {
         "success_rate": sum(t.reward for t in trajs) / len(trajs) if trajs else None,
-        "reward_mean": sum(t.reward for t in trajs) / len(trajs) if trajs else None,
+        "reward_mean": sum(episode_reward(t, cfg) for t in trajs) / len(trajs) if trajs else None,
+        "truncated_responses": sum(1 for t in turns if t.finish == "length"),
         "episodes": sum(len(g.trajectories) for g in groups),
         "infra_failures": sum(len(g.trajectories) - len(g.valid) for g in groups),
         "turns": len(turns) / len(trajs) if trajs else 0.0,
@@ -248,13 +294,9 @@ async def evaluate_policy(policy: Any, tasks: list[Task], max_turns: int, concur
     """Greedy evaluation episodes (one per task); returns rollout.EvalResult."""
     from .rollout import run_episodes
 
-    sampling = policy.sampling
-    policy.set_sampling(replace(sampling, temperature=0.0))
-    try:
+    with policy.evaluating():
         return await run_episodes(policy, tasks, episodes=1, concurrency=concurrency, max_turns=max_turns,
                                   seed=seed, browser=browser, config=config)
-    finally:
-        policy.set_sampling(sampling)
 
 
 async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | None = None,
@@ -275,13 +317,27 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
         raise ValueError("no training tasks")
     if policy.config.lora is None and not policy.has_adapter:
         raise ValueError("the policy has no LoRA adapter to train; load it with lora=LoRA()")
+    temperature = policy.sampling.temperature
+    if temperature <= 0:
+        raise ValueError(f"M-GRPO samples its groups: the sampling temperature must be above 0, got {temperature} "
+                         "(the paper samples at 1.0)")
+    env_config = env_config or EnvConfig()
+    train_env = replace(env_config, action_format="strict") if cfg.strict_format else env_config
     run = RunDir(Path(out) if out is not None else Path("runs") / time.strftime("rl-%Y%m%d-%H%M%S"))
     run.write_config({"grpo": to_dict(cfg), "policy": to_dict(policy.config), "prompt": to_dict(policy.prompt),
-                      "sampling": to_dict(policy.sampling), "env": to_dict(env_config or EnvConfig()),
+                      "sampling": to_dict(policy.sampling), "env": to_dict(env_config),
                       "train_tasks": len(train_tasks), "eval_tasks": len(eval_tasks or [])})
+    ckpt = run.latest_checkpoint() if resume else None
+    # The KL reference is the policy as the run first started (departure 7), kept on disk.
+    reference = run.path / "reference"
+    if not (reference / "adapter_model.safetensors").is_file():
+        if ckpt is not None:
+            raise ValueError(f"{run.path} has checkpoints but no reference adapter ({reference}); it was written "
+                             "by an older version of the kit: start a new run directory")
+        policy.save_adapter(reference)
+    policy.freeze_reference(reference)
     optimizer = make_optimizer(policy.model, cfg.lr, tuple(cfg.betas))
     start = 0
-    ckpt = run.latest_checkpoint() if resume else None
     if ckpt is not None:
         start = load_checkpoint(ckpt, policy, optimizer)["step"]
     held_out = list(eval_tasks or [])
@@ -310,16 +366,22 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             tasks = draw_tasks(rng, train_tasks, cfg.tasks_per_step)
             groups = await rollout(policy, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
                                    concurrency=cfg.concurrency, seed=_mix(cfg.seed, step), browser=browser,
-                                   config=env_config, max_invalid=cfg.max_invalid)
+                                   config=train_env, max_invalid=cfg.max_invalid)
+            # What the policy does before any re-roll: dynamic sampling keeps mixed groups,
+            # whose success sits near 0.5 by construction, so only this draw shows learning.
+            first = _rollout_stats(groups, cfg)
 
             async def rerun(n: int, extra: int) -> list[TrajectoryGroup]:  # called within this step only
                 return await rollout(policy, draw_tasks(rng, train_tasks, n), group_size=cfg.group_size,
                                      max_turns=cfg.max_turns, concurrency=cfg.concurrency,
-                                     seed=_mix(cfg.seed, step, extra), browser=browser, config=env_config,
+                                     seed=_mix(cfg.seed, step, extra), browser=browser, config=train_env,
                                      max_invalid=cfg.max_invalid)
 
-            groups, rerolled = await reroll_equal_groups(groups, rerun, 2 if cfg.dynamic_sampling else 0)
+            groups, rerolled = await reroll_equal_groups(groups, rerun, 2 if cfg.dynamic_sampling else 0,
+                                                         reward=lambda t: episode_reward(t, cfg))
             rollout_s = time.perf_counter() - t0
+            for t in (t for g in [*groups, *rerolled] for t in g.trajectories):
+                t.meta["rl_reward"] = episode_reward(t, cfg)  # what the update learns from (replays show it)
             write_jsonl(run.path / "trajectories" / f"step-{step + 1}.jsonl", [t for g in groups for t in g.trajectories])
             if rerolled:  # kept for inspection; not trained on
                 write_jsonl(run.path / "trajectories" / f"rerolled-step-{step + 1}.jsonl",
@@ -328,16 +390,19 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             for g in optimizer.param_groups:
                 g["lr"] = lr
             t1 = time.perf_counter()
-            batch = build_batch(groups, policy.tokenizer, cfg)
-            stats = await asyncio.to_thread(update, policy, batch, cfg, optimizer)  # the event loop stays free
-            row = {"phase": "train", "step": step + 1, **_rollout_stats(groups),
+            batch = build_batch(groups, policy.tokenizer, cfg, policy.sampling.max_new_tokens)
+            # in a worker thread, so the event loop stays free
+            stats = await asyncio.to_thread(update, policy, batch, cfg, optimizer, temperature)
+            row = {"phase": "train", "step": step + 1, "first_draw_success": first["success_rate"],
+                   "first_draw_reward": first["reward_mean"], "first_draw_episodes": first["episodes"],
+                   **_rollout_stats(groups, cfg),
                    "equal_reward_frac": batch.equal_groups / batch.groups if batch.groups else None,
                    "rerolled_groups": len(rerolled),
                    **stats, "lr": lr, "rollout_s": rollout_s, "update_s": time.perf_counter() - t1}
             run.log(row)
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(success=f"{row['success_rate'] or 0:.2f}", kl=f"{row['kl']:.4f}")
+                bar.set_postfix(first_draw=f"{row['first_draw_success'] or 0:.2f}", kl=f"{row['kl']:.4f}")
             if (step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps:
                 save_checkpoint(run.path / "checkpoints" / f"step-{step + 1}", policy, optimizer, {"step": step + 1})
             if held_out and cfg.eval_every and (step + 1) % cfg.eval_every == 0:

@@ -77,6 +77,15 @@ class PipelineConfig:
     eval_episodes: int = 8
     """Held-out episodes per evaluation task (MiniWoB++: fresh page seeds, never trained on)."""
 
+    heldout_tasks: tuple[str, ...] = ()
+    """MiniWoB++ tasks never used for demonstrations or RL. Every policy is also evaluated on
+    them (evaluation "<stage>-heldout-tasks"), to see whether what it learned transfers."""
+
+    eval_samples: int = 0
+    """Also evaluate the BC and RL policies sampled at the training temperature, this many
+    samples per held-out page (evaluation "<stage>-sampled"; 0: greedy only). Greedy
+    decoding shows the policy's most likely action only; RL changes the whole distribution."""
+
     max_turns: int = 6
     """Turn limit of every episode (demonstrations, RL and evaluation)."""
 
@@ -101,7 +110,8 @@ class PipelineConfig:
 
 SCALES: dict[str, PipelineConfig] = {
     "smoke": PipelineConfig(
-        scale="smoke", model="tiny", tasks=("click-button", "focus-text"), demos_per_task=2, eval_episodes=2,
+        scale="smoke", model="tiny", tasks=("click-button", "focus-text"), heldout_tasks=("click-link",),
+        eval_samples=2, demos_per_task=2, eval_episodes=2,
         max_turns=2, concurrency=4, lora=LoRA(r=4, alpha=8),
         sampling=SamplingConfig(max_new_tokens=16, max_batch=8),
         sft=SFTConfig(epochs=1, batch_size=4, warmup_steps=0),
@@ -113,7 +123,7 @@ SCALES: dict[str, PipelineConfig] = {
         sampling=SamplingConfig(max_new_tokens=64, max_batch=16),
         sft=SFTConfig(epochs=2, batch_size=8, lr=5e-4, warmup_steps=2),
         grpo=GRPOConfig(steps=4, tasks_per_step=4, group_size=4, max_turns=4, concurrency=16, eval_every=0,
-                        lr=5e-5, save_every=1, max_invalid=3),
+                        lr=5e-5, save_every=1),
     ),
     "gpu": PipelineConfig(
         scale="gpu", model="Qwen/Qwen2.5-3B-Instruct", dtype="bfloat16", suite="arena", train_limit=None,
@@ -153,6 +163,17 @@ def _tasks(cfg: PipelineConfig, which: str) -> list:
     if limit is not None and limit < len(tasks):
         tasks = random.Random(f"{cfg.seed}/{which}").sample(tasks, limit)
     return tasks
+
+
+def _heldout_tasks(cfg: PipelineConfig) -> list:
+    from .tasks import load_tasks
+
+    if cfg.heldout_tasks and cfg.suite != "miniwob":
+        raise ValueError("heldout_tasks names MiniWoB++ tasks; the arena holds its tasks out by split")
+    overlap = set(cfg.heldout_tasks) & set(cfg.tasks)
+    if overlap:
+        raise ValueError(f"heldout_tasks are also training tasks: {', '.join(sorted(overlap))}")
+    return load_tasks("miniwob", names=list(cfg.heldout_tasks)) if cfg.heldout_tasks else []
 
 
 def _episodes(cfg: PipelineConfig, which: str) -> int:
@@ -255,12 +276,15 @@ class Pipeline:
                                    "turns": sum(len(t.turns) for t in good), "seconds": round(res.seconds, 1)})
 
     async def evaluate(self, name: str, adapter: Path | None, max_turns: int | None = None,
-                       tasks: list | None = None, episodes: int | None = None) -> dict[str, Any]:
+                       tasks: list | None = None, episodes: int | None = None,
+                       samples_per_page: int = 0) -> dict[str, Any]:
         """Greedy episodes on the held-out instances, recorded under eval/<name>.jsonl and
         stages/eval-<name>.json. `adapter` None means the untrained base model; `max_turns`
         overrides the config's turn limit (the test-time scaling ablation); `tasks` and
         `episodes` replace the held-out tasks and the episodes per task (e.g. transfer to
-        another suite). `name` identifies the evaluation: a finished one is returned as recorded."""
+        another suite); `samples_per_page` > 0 samples at the training temperature instead,
+        that many times per held-out page. `name` identifies the evaluation: a finished one
+        is returned as recorded."""
         from .rollout import run_episodes
         from .trajectory import write_jsonl
 
@@ -269,23 +293,21 @@ class Pipeline:
         policy = self.policy()
         tasks = tasks if tasks is not None else _tasks(self.cfg, "eval")
         episodes = episodes or self.cfg.eval_episodes
-        self.say(f"evaluating {name}: {len(tasks)} tasks x {episodes} held-out episodes (greedy)")
-        sampling = policy.sampling
-        policy.set_sampling(replace(sampling, temperature=0.0))
+        how = (f"{samples_per_page} samples each at temperature {policy.sampling.temperature}" if samples_per_page
+               else "greedy")
+        self.say(f"evaluating {name}: {len(tasks)} tasks x {episodes} held-out episodes ({how})")
         # Screenshots (~30 ms a step) so that the report can replay episodes.
         kw = dict(episodes=episodes, concurrency=self.cfg.concurrency,
                   max_turns=max_turns or self.cfg.max_turns, max_invalid=self.cfg.max_invalid,
-                  seed=self.cfg.seed + EVAL_SEED_OFFSET,
+                  seed=self.cfg.seed + EVAL_SEED_OFFSET, samples_per_page=max(1, samples_per_page),
                   progress=self.progress, config=replace(self.cfg.env, screenshot=True))
-        try:
+        with policy.evaluating(policy.sampling.temperature if samples_per_page else 0.0):
             if adapter is None:
                 with _adapter_off(policy):
                     res = await run_episodes(policy, tasks, **kw)
             else:
                 policy.load_adapter(adapter)
                 res = await run_episodes(policy, tasks, **kw)
-        finally:
-            policy.set_sampling(sampling)
         write_jsonl(self.out / "eval" / f"{name}.jsonl", res.trajectories)
         m = res.metrics
         self.say(f"{name}: success {m['success_rate']:.2f} (95% CI {m['success_ci95'][0]:.2f}-{m['success_ci95'][1]:.2f})"
@@ -329,18 +351,32 @@ class Pipeline:
                                 "train_success": [m.get("success_rate") for m in train],
                                 "seconds": round(time.perf_counter() - t0, 1)})
 
+    async def evaluate_stage(self, stage: str, adapter: Path | None) -> None:
+        """Every evaluation of one policy the config asks for: greedy on unseen pages of the
+        training tasks, greedy on the held-out tasks, sampled on the unseen pages."""
+        await self.evaluate(stage, adapter)
+        heldout = _heldout_tasks(self.cfg)
+        if heldout:
+            await self.evaluate(f"{stage}-heldout-tasks", adapter, tasks=heldout)
+        if self.cfg.eval_samples and adapter is not None:
+            await self.evaluate(f"{stage}-sampled", adapter, samples_per_page=self.cfg.eval_samples)
+
     async def run(self) -> Path:
+        """Every stage, skipping finished ones. The untrained model is evaluated last: its
+        row is context for the others, and it is the slowest to evaluate (its invalid answers
+        use up every turn), so an interrupted run has the BC and RL results first."""
         t0 = time.perf_counter()
-        await self.evaluate("base", None)
+        _heldout_tasks(self.cfg)  # a bad list fails now, not after an hour of training
         init = None
         if self.cfg.warmup:
             await self.demonstrations()
             sft = self.behaviour_cloning()
-            await self.evaluate("bc", Path(sft["adapter"]))
+            await self.evaluate_stage("bc", Path(sft["adapter"]))
             init = Path(sft["adapter"])
         rl = await self.reinforcement(init)
         self.say("held-out evaluation of the RL policy")
-        await self.evaluate("rl", Path(rl["adapter"]))
+        await self.evaluate_stage("rl", Path(rl["adapter"]))
+        await self.evaluate_stage("base", None)
         self.say("report")
         from .report import write_report
 
@@ -364,7 +400,7 @@ class _adapter_off:
         self._ctx = None
 
     def __enter__(self) -> Any:
-        self._ctx = self.policy.reference()
+        self._ctx = self.policy.adapter_off()
         self._ctx.__enter__()
         self.policy.generator.invalidate_cache()
         return self.policy

@@ -15,6 +15,7 @@ log-probabilities: what training later scores, token for token.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import importlib.util
 import logging
@@ -37,6 +38,8 @@ fix_malloc_threshold()
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+REFERENCE_ADAPTER = "reference"
+"""Name of the frozen second adapter that `LLMPolicy.freeze_reference` makes (the KL reference)."""
 
 
 class PolicyLoadError(RuntimeError):
@@ -314,6 +317,20 @@ class LLMPolicy:
         self.sampling = sampling
         self.generator.cfg = sampling
 
+    @contextlib.contextmanager
+    def evaluating(self, temperature: float = 0.0) -> Iterator["LLMPolicy"]:
+        """Evaluation settings while the block runs: sampling at `temperature` (greedy by
+        default) and lockstep batches (Generator.lockstep), so that evaluating the same
+        weights on the same seeds twice gives the same episodes."""
+        sampling, lockstep = self.sampling, self.generator.lockstep
+        self.set_sampling(replace(sampling, temperature=temperature))
+        self.generator.lockstep = True
+        try:
+            yield self
+        finally:
+            self.set_sampling(sampling)
+            self.generator.lockstep = lockstep
+
     # -------------------------------------------------------------- adapters
 
     @property
@@ -321,9 +338,10 @@ class LLMPolicy:
         return hasattr(self.model, "peft_config")
 
     def save_adapter(self, path: str | Path) -> None:
+        """Save the trained adapter (not the frozen reference) as a peft adapter folder."""
         if not self.has_adapter:
             raise ValueError("this policy has no LoRA adapter to save")
-        self.model.save_pretrained(str(path))
+        self.model.save_pretrained(str(path), selected_adapters=[self._trained_adapter])
 
     def load_adapter(self, path: str | Path) -> None:
         """Load adapter weights saved by `save_adapter` into this policy's adapter."""
@@ -341,14 +359,64 @@ class LLMPolicy:
             self.generator.model = self.model
             self.generator.invalidate_cache()  # new weights: the cached prefix is stale
             return
-        result = set_peft_model_state_dict(self.model, load_file(str(weights)))
+        result = set_peft_model_state_dict(self.model, load_file(str(weights)), adapter_name=self._trained_adapter)
         self.generator.invalidate_cache()
         if getattr(result, "unexpected_keys", None):
             raise PolicyLoadError(f"{path}: adapter does not fit this model (unexpected {result.unexpected_keys[:3]})")
 
+    def freeze_reference(self, path: str | Path | None = None) -> None:
+        """Make the KL reference a frozen copy of the adapter as it is now (or of the adapter
+        saved at `path`): the policy RL starts from, e.g. the BC policy, as in the paper.
+
+        The copy is a second adapter on the same base weights (peft adapter "reference"),
+        so it costs the adapter's size, not the model's; `reference()` switches to it."""
+        from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
+        if not self.has_adapter:
+            raise ValueError("this policy has no LoRA adapter to freeze as the reference")
+        active = self._trained_adapter
+        if path is not None:
+            from safetensors.torch import load_file
+
+            weights = load_file(str(Path(path) / "adapter_model.safetensors"))
+        else:
+            weights = get_peft_model_state_dict(self.model, adapter_name=active)
+        if REFERENCE_ADAPTER not in self.model.peft_config:
+            self.model.add_adapter(REFERENCE_ADAPTER, copy.deepcopy(self.model.peft_config[active]))
+        set_peft_model_state_dict(self.model, weights, adapter_name=REFERENCE_ADAPTER)
+        self._activate(active)
+
+    @property
+    def _trained_adapter(self) -> str:
+        return next(n for n in self.model.peft_config if n != REFERENCE_ADAPTER)
+
+    def _activate(self, name: str) -> None:
+        """Make adapter `name` the one forwards use; only the trained adapter ever takes
+        gradients (peft's set_adapter would make whichever is active trainable)."""
+        self.model.set_adapter(name)
+        trained = self._trained_adapter
+        for n, p in self.model.named_parameters():
+            if "lora_" in n:
+                p.requires_grad_(f".{trained}." in n)
+
     @contextlib.contextmanager
     def reference(self) -> Iterator[Any]:
-        """The base model without the adapter (the KL reference): no second copy of the weights."""
+        """The KL reference model: the frozen adapter of `freeze_reference` if there is one,
+        else the base model without the adapter. Neither needs a second copy of the weights."""
+        if self.has_adapter and REFERENCE_ADAPTER in self.model.peft_config:
+            active = self._trained_adapter
+            self._activate(REFERENCE_ADAPTER)
+            try:
+                yield self.model
+            finally:
+                self._activate(active)
+            return
+        with self.adapter_off():
+            yield self.model
+
+    @contextlib.contextmanager
+    def adapter_off(self) -> Iterator[Any]:
+        """The base model, whatever the adapter holds (e.g. to evaluate the untrained model)."""
         if not self.has_adapter:
             yield self.model
             return

@@ -14,6 +14,11 @@ from pathlib import Path
 from typing import Any
 
 STAGES = (("base", "Base model (no training)"), ("bc", "After BC warm-up"), ("rl", "After BC + M-GRPO"))
+EVALUATIONS = (("", "Held-out success: unseen pages of the training tasks, greedy"),
+               ("-heldout-tasks", "Held-out tasks (never trained on), greedy"),
+               ("-sampled", "Unseen pages of the training tasks, sampled at the training temperature"))
+"""(suffix of the evaluation's name, heading): the evaluations a pipeline may hold per stage
+(`Pipeline.evaluate_stage`)."""
 
 
 def _stage(out: Path, name: str) -> dict[str, Any] | None:
@@ -25,11 +30,12 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f}%"
 
 
-def success_table(out: Path) -> list[dict[str, Any]]:
-    """One row per evaluated stage: success, its interval, episodes, turns, invalid rate, infra failures."""
+def success_table(out: Path, kind: str = "") -> list[dict[str, Any]]:
+    """One row per evaluated stage: success, its interval, episodes, turns, invalid rate, infra
+    failures. `kind`: which evaluation (a suffix of EVALUATIONS; "" is the main one)."""
     rows = []
     for key, label in STAGES:
-        st = _stage(out, f"eval-{key}")
+        st = _stage(out, f"eval-{key}{kind}")
         if st is None:
             continue
         m = st["metrics"]
@@ -66,7 +72,7 @@ def _per_task(rows: list[dict[str, Any]]) -> str:
         return f"<td>{_pct(v)}</td>"
 
     body = "".join(f"<tr><td>{esc(t)}</td>" + "".join(cell(r, t) for r in rows) + "</tr>" for t in tasks)
-    return f"<h2>Success per task</h2><table class='w1-report'>{head}{body}</table>"
+    return f"<h3>Success per task</h3><table class='w1-report'>{head}{body}</table>"
 
 
 def _curves(out: Path) -> tuple[str, list[str]]:
@@ -241,12 +247,13 @@ def _sign_test(x: int, y: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def _changes(out: Path) -> str:
+def _changes(out: Path, kind: str = "") -> str:
     """One line per training stage: the paired change on the same held-out episodes."""
     from .viz.page import esc
 
     lines = []
     for (k1, l1), (k2, l2) in zip(STAGES, STAGES[1:]):
+        k1, k2 = k1 + kind, k2 + kind
         p1, p2 = out / "eval" / f"{k1}.jsonl", out / "eval" / f"{k2}.jsonl"
         if not (_stage(out, f"eval-{k1}") and _stage(out, f"eval-{k2}") and p1.is_file() and p2.is_file()):
             continue
@@ -258,9 +265,11 @@ def _changes(out: Path) -> str:
                      f"exact McNemar p = {c['p_value']:.3g}</li>")
     if not lines:
         return ""
-    return ("<h2>What each stage changed</h2><p>Paired on the same held-out episodes (task and page seed); "
+    caveat = (" Several samples of one page are not independent, so for sampled evaluations this p is only "
+              "indicative." if kind == "-sampled" else "")
+    return ("<h3>What each stage changed</h3><p>Paired on the same held-out episodes (task and page seed); "
             "p is the chance of a split at least this uneven between newly solved and newly failed episodes "
-            f"if the stage made no difference.</p><ul>{''.join(lines)}</ul>")
+            f"if the stage made no difference.{caveat}</p><ul>{''.join(lines)}</ul>")
 
 
 def write_report(out: str | Path, path: str | Path | None = None) -> Path:
@@ -271,12 +280,15 @@ def write_report(out: str | Path, path: str | Path | None = None) -> Path:
     cfg_path = out / "pipeline.json"
     cfg = json.loads(cfg_path.read_text()) if cfg_path.is_file() else {}
     rows = success_table(out)
+    more = "".join(f"<h2>{esc(heading)}</h2>" + _table(extra) + _changes(out, kind) + _per_task(extra)
+                   for kind, heading in EVALUATIONS[1:] if (extra := success_table(out, kind)))
     curves, missing_curves = _curves(out)
     replays, missing_replays = _replays(out)
     missing = [f"{label}: not evaluated yet" for key, label in STAGES if not any(r["stage"] == key for r in rows)]
     missing += missing_curves + missing_replays
     timing = []
-    for name in ("demos", "eval-base", "sft", "eval-bc", "rl", "eval-rl"):
+    done = sorted((out / "stages").glob("*.json"), key=lambda p: p.stat().st_mtime) if (out / "stages").is_dir() else []
+    for name in (p.stem for p in done):
         st = _stage(out, name)
         if st is not None:
             secs = st.get("seconds", st.get("metrics", {}).get("seconds"))
@@ -290,9 +302,10 @@ def write_report(out: str | Path, path: str | Path | None = None) -> Path:
     notes = "".join(f"<li>{esc(m)}</li>" for m in missing)
     body = (
         "<h1>webr1_kit: WebAgent-R1 recipe report</h1>" + intro
-        + "<h2>Held-out success</h2>" + (_table(rows) if rows else "<p>No stage evaluated yet.</p>")
+        + f"<h2>{esc(EVALUATIONS[0][1])}</h2>" + (_table(rows) if rows else "<p>No stage evaluated yet.</p>")
         + _changes(out)
         + _per_task(rows)
+        + more
         + "<h2>Training curves</h2>" + (curves or "<p>No training has run yet.</p>")
         + "<h2>Replays</h2>" + (replays or "<p>No episodes to replay.</p>")
         + (f"<h2>Time per stage</h2><ul>{''.join(timing)}</ul>" if timing else "")

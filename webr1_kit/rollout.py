@@ -121,19 +121,25 @@ def _mix(*parts: Any) -> int:
     return int.from_bytes(digest, "little") & (2**31 - 1)
 
 
-def episode_seeds(tasks: list[Task], episodes: int, seed: int, grouped: bool = False) -> list[Job]:
+def episode_seeds(tasks: list[Task], episodes: int, seed: int, grouped: bool = False,
+                  samples_per_page: int = 1) -> list[Job]:
     """The jobs of a run, fixed by `seed` and independent of concurrency.
 
-    grouped=False: every episode gets its own page seed (evaluation over many problems).
-    grouped=True: the `episodes` of a task share one page seed (a GRPO group).
+    By default every episode gets its own page seed (evaluation over many problems).
+    samples_per_page=k: `episodes` pages per task, each played k times with different
+    sampling seeds (a sampled policy's success per page); the pages are the same ones a
+    k=1 run with the same seed plays. grouped=True: all `episodes` of a task share one page
+    seed (a GRPO group), i.e. one page with `episodes` samples.
     """
+    if samples_per_page < 1:
+        raise ValueError(f"samples_per_page must be at least 1, got {samples_per_page}")
+    pages, per_page = (1, episodes) if grouped else (episodes, samples_per_page)
     rng = random.Random(seed)
     jobs = []
     for gi, task in enumerate(tasks):
-        group_seed = rng.randrange(2**31)
-        for k in range(episodes):
-            page_seed = group_seed if grouped else (group_seed if k == 0 else rng.randrange(2**31))
-            jobs.append(Job(task, page_seed, _mix(seed, task.task_id, gi, k), gi))
+        page_seeds = [rng.randrange(2**31) for _ in range(pages)]
+        for k in range(pages * per_page):  # k numbers the task's episodes: it fixes their sampling seeds
+            jobs.append(Job(task, page_seeds[k // per_page], _mix(seed, task.task_id, gi, k), gi))
     return jobs
 
 
@@ -216,16 +222,18 @@ async def run_episodes(
     progress: bool | Callable[[Trajectory], None] = False,
     grouped: bool = False,
     max_invalid: int | None = None,
+    samples_per_page: int = 1,
 ) -> EvalResult:
     """Run `episodes` episodes of every task, `concurrency` at a time on one browser.
 
     Returns every trajectory (in task order) and summary metrics. Pass `browser` to
     reuse a running Chromium; otherwise one is started and closed here. grouped: the
-    episodes of a task share a page seed (see `episode_seeds`).
+    episodes of a task share a page seed; samples_per_page: each of the `episodes` pages
+    is played that many times (see `episode_seeds`).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    jobs = episode_seeds(tasks, episodes, seed, grouped)
+    jobs = episode_seeds(tasks, episodes, seed, grouped, samples_per_page)
     own = browser is None
     browser = browser or Browser(config)
     await browser.start()

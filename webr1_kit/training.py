@@ -98,9 +98,15 @@ def _body_and_head(model: Any) -> tuple[Any, Any] | None:
     return body, head
 
 
-def token_logprobs(model: Any, seqs: Sequence[Packed], entropy: bool = False) -> tuple[Any, Any | None]:
-    """log π(token) of every trained token (loss_mask == 1) of `seqs`, in order, as a 1-D
-    tensor (with gradients when enabled). Optionally also each token's entropy (detached).
+def token_logprobs(model: Any, seqs: Sequence[Packed], entropy: bool = False,
+                   temperature: float = 1.0) -> tuple[Any, Any | None]:
+    """log π_T(token) = log_softmax(logits / T) of every trained token (loss_mask == 1) of
+    `seqs`, in order, as a 1-D tensor (with gradients when enabled). Optionally also each
+    token's entropy under the same distribution (detached).
+
+    `temperature` must be the one the tokens were sampled at (the generator records
+    log-probs at that T), so that M-GRPO's ratio, gradient and KL all belong to the policy
+    that acted; behaviour cloning scores at T = 1.
 
     Sequences are right-padded into one batch; only the positions that predict a trained
     token go through the output head, which keeps a 49k-word vocabulary affordable.
@@ -129,7 +135,9 @@ def token_logprobs(model: Any, seqs: Sequence[Packed], entropy: bool = False) ->
             logits = head(hidden[predict]).float()
         else:  # a model without the usual layout: full logits
             logits = model(input_ids=ids, attention_mask=attn).logits[predict].float()
-    logp_all = torch.log_softmax(logits, dim=-1)
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive to score tokens, got {temperature}")
+    logp_all = torch.log_softmax(logits / temperature if temperature != 1.0 else logits, dim=-1)
     chosen = logp_all.gather(-1, ids[target].unsqueeze(-1)).squeeze(-1)
     ent = None
     if entropy:

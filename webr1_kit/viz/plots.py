@@ -26,9 +26,10 @@ from typing import Any, Mapping, Sequence
 Rows = list[dict[str, Any]]
 
 PANELS: list[tuple[str, list[tuple[str, str, str]]]] = [
-    ("success rate", [("train", "success_rate", "train"), ("eval", "success_rate", "held-out")]),
+    ("success rate", [("train", "first_draw_success", "first draw"), ("train", "success_rate", "trained groups"),
+                      ("eval", "success_rate", "held-out")]),
     ("reward", [("train", "reward_mean", "mean reward"), ("train", "equal_reward_frac", "equal-reward groups")]),
-    ("KL to the base model", [("train", "kl", "KL (k3)")]),
+    ("KL to the reference", [("train", "kl", "KL (k3)")]),
     ("entropy", [("train", "entropy", "entropy")]),
     ("response length", [("train", "response_tokens", "tokens per turn")]),
     ("turns per episode", [("train", "turns", "train"), ("eval", "turns", "held-out")]),

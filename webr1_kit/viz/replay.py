@@ -45,13 +45,19 @@ def show(source: Any, select: Sequence[int | str] | None = None, limit: int | No
     return HTML("\n".join(parts), title=f"webr1 replay: {name}", notes=notes)
 
 
+def trained_reward(t: Any) -> float:
+    """The reward M-GRPO learned from (recorded in meta["rl_reward"]), else the verdict's."""
+    return float(t.meta.get("rl_reward", t.reward))
+
+
 def show_group(group: Any, title: str | None = None, base: str | Path | None = None) -> HTML:
     """The G trajectories of one task side by side, each with its reward and GRPO advantage.
 
     group: a TrajectoryGroup, or anything `show` takes (a list of trajectories, a run
     directory, ...), which is regrouped by task id and page seed, one row per group.
-    Advantages come from `grpo.group_advantages` over the group's valid members, as
-    training computes them; infrastructure failures get none (training drops them).
+    Advantages come from `grpo.group_advantages` over the group's valid members' rewards
+    as training saw them (`meta["rl_reward"]`, which M-GRPO records; the verdict's reward
+    otherwise); infrastructure failures get none (training drops them).
     """
     from ..grpo import group_advantages
 
@@ -66,8 +72,8 @@ def show_group(group: Any, title: str | None = None, base: str | Path | None = N
     parts, notes = _read_notes(loaded), list(loaded.notes)
     for g in groups:
         valid = g.valid
-        adv = dict(zip(map(id, valid), group_advantages([t.reward for t in valid])))
-        rewards = ", ".join(f"{t.reward:g}" for t in valid) or "none"
+        adv = dict(zip(map(id, valid), group_advantages([trained_reward(t) for t in valid])))
+        rewards = ", ".join(f"{trained_reward(t):g}" for t in valid) or "none"
         flat = bool(valid) and all(a == 0 for a in adv.values())
         n, lost = len(g.trajectories), len(g.trajectories) - len(valid)
         head = (f"<h3>group: {esc(g.task_id)}</h3><div class='wr1-meta'>{n} episode{'' if n == 1 else 's'}; "
