@@ -24,6 +24,7 @@ def test_notebook_is_stored_without_outputs(path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a whole notebook: 04 trains and evaluates about ten arms
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_at_smoke_scale(path):
     nb = nbformat.read(path, as_version=4)

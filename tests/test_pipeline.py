@@ -12,10 +12,14 @@ from webr1_kit.pipeline import SCALES, Pipeline, run_pipeline, scale_config
 from webr1_kit.report import success_table, write_report
 
 
+# The smoke preset plus every optional evaluation: a held-out task and sampled evaluations.
+EXTRA = {"heldout_tasks": ["click-link"], "eval_samples": 2}
+
+
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("pipeline") / "run"
-    report = run(run_pipeline("smoke", out, progress=False))
+    report = run(run_pipeline("smoke", out, progress=False, overrides=EXTRA))
     return out, report
 
 
@@ -27,7 +31,7 @@ def test_every_stage_runs_and_the_report_holds_them(smoke_run):
     assert not (out / "stages" / "eval-base-sampled.json").exists()  # the untrained model is evaluated greedily only
     rows = success_table(out)
     assert [r["stage"] for r in rows] == ["base", "bc", "rl"]
-    cfg = SCALES["smoke"]
+    cfg = scale_config("smoke", EXTRA)
     for r in rows:
         assert r["episodes"] + r["infra_failures"] == len(cfg.tasks) * cfg.eval_episodes
         assert 0.0 <= r["ci95"][0] <= r["ci95"][1] <= 1.0
@@ -67,7 +71,7 @@ def test_heldout_tasks_must_not_be_training_tasks(tmp_path):
 def test_a_rerun_skips_finished_stages(smoke_run):
     out, _ = smoke_run
     before = {p.name: p.stat().st_mtime_ns for p in (out / "stages").iterdir()}
-    run(run_pipeline("smoke", out, progress=False))
+    run(run_pipeline("smoke", out, progress=False, overrides=EXTRA))
     after = {p.name: p.stat().st_mtime_ns for p in (out / "stages").iterdir()}
     assert before == after
 
@@ -75,7 +79,7 @@ def test_a_rerun_skips_finished_stages(smoke_run):
 def test_a_changed_config_is_refused_rather_than_mixed(smoke_run):
     out, _ = smoke_run
     with pytest.raises(ValueError, match="different config.*grpo.steps"):
-        Pipeline(scale_config("smoke", {"grpo": {"steps": 3}}), out)
+        Pipeline(scale_config("smoke", {**EXTRA, "grpo": {"steps": 3}}), out)
 
 
 def test_bad_overrides_name_the_key():

@@ -110,8 +110,7 @@ class PipelineConfig:
 
 SCALES: dict[str, PipelineConfig] = {
     "smoke": PipelineConfig(
-        scale="smoke", model="tiny", tasks=("click-button", "focus-text"), heldout_tasks=("click-link",),
-        eval_samples=2, demos_per_task=2, eval_episodes=2,
+        scale="smoke", model="tiny", tasks=("click-button", "focus-text"), demos_per_task=2, eval_episodes=2,
         max_turns=2, concurrency=4, lora=LoRA(r=4, alpha=8),
         sampling=SamplingConfig(max_new_tokens=16, max_batch=8),
         sft=SFTConfig(epochs=1, batch_size=4, warmup_steps=0),
