@@ -130,7 +130,7 @@ async def test_every_task_resets_and_accepts_a_step(browser):
 
 
 async def test_scripted_policy_solves_its_tasks():
-    tasks = load_tasks("miniwob", names=list(MiniWoBExpert.TASKS))
+    tasks = load_tasks("miniwob", names=list(MiniWoBExpert.TASKS[:5]))
     result = await run_episodes(MiniWoBExpert(), tasks, episodes=6, concurrency=6, seed=11)
     m = result.metrics
     assert m["episodes"] == 30 and m["infra_failures"] == 0
