@@ -11,7 +11,7 @@ Departures from WebArena's code:
   (normalised text containment), so results are reproducible without an LLM.
 - An episode that ends without `exit(...)` has no answer, and string_match fails
   even when the reference is "N/A". WebArena's release gives such runs reward 1
-  on "N/A" tasks (see PAPER.md, "Gaps").
+  on "N/A" tasks, which rewards an agent for giving up.
 - `program_html` checks that call WebArena's Python helpers (`func:` URLs or locators)
   run only when the caller passes `helpers` (the WebArena suite does: see
   tasks/webarena/helpers.py); without it they raise EvaluationUnavailable.

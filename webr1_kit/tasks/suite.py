@@ -1,6 +1,6 @@
 """A Suite says how an environment starts and scores the tasks of one benchmark.
 
-The environment calls four hooks; everything else (browser, actions, observations)
+The environment calls six hooks; everything else (browser, actions, observations)
 is shared by all suites:
 
     start_url(task)              where to open the episode
