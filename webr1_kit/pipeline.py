@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from .config import EnvConfig, GRPOConfig, LoRA, PromptConfig, SamplingConfig, SFTConfig, from_dict, to_dict
+from .tasks.miniwob import MINIWOB_TRAIN_TASKS
 
-MINIWOB_TASKS = ("click-button", "click-link", "enter-text", "focus-text", "click-checkboxes")
+MINIWOB_TASKS = MINIWOB_TRAIN_TASKS[:5]
+"""The cpu preset's five tasks: the first five training tasks of `tasks.miniwob`."""
 
 
 @dataclass(frozen=True)
