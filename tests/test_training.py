@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig
-from webr1_kit.grpo import build_batch, draw_tasks, group_advantages, grpo_loss, reroll_equal_groups, update
+from webr1_kit.grpo import (TaskTally, build_batch, draw_tasks, group_advantages, grpo_loss, reroll_equal_groups,
+                            update)
 from webr1_kit.observation import Observation
 from webr1_kit.policy import LLMPolicy, attach_lora, build_tiny_model, embedded_path
 from webr1_kit.sft import examples, train_sft
@@ -79,6 +80,43 @@ def test_a_step_draws_distinct_tasks_then_repeats_them_evenly():
     assert len(many) == 8 and set(counts) == {t.task_id for t in tasks} and sorted(counts.values()) == [2, 3, 3]
     assert [t.task_id for t in draw_tasks(random.Random(0), tasks, 8)] == [t.task_id for t in many]
     assert draw_tasks(random.Random(0), [], 4) == []
+
+
+def test_weighted_drawing_follows_the_weights_without_repeats_within_a_pass():
+    import random
+    from collections import Counter
+
+    from webr1_kit.tasks import load_tasks
+
+    tasks = load_tasks("miniwob", names=["click-button", "click-link", "focus-text"])
+    rng = random.Random(0)
+    firsts = Counter(draw_tasks(rng, tasks, 1, [6.0, 3.0, 1.0])[0].task_id for _ in range(3000))
+    shares = [firsts[t.task_id] / 3000 for t in tasks]
+    assert abs(shares[0] - 0.6) < 0.04 and abs(shares[1] - 0.3) < 0.04 and abs(shares[2] - 0.1) < 0.03
+    step = draw_tasks(random.Random(1), tasks, 5, [1e-6, 1.0, 1.0])  # a full pass, then the two likeliest
+    assert sorted(Counter(t.task_id for t in step).values()) == [1, 2, 2] and step[2].task_id == tasks[0].task_id
+    with pytest.raises(ValueError, match="2 weights for 3 tasks"):
+        draw_tasks(rng, tasks, 2, [1.0, 1.0])
+
+
+def test_task_tally_weighs_tasks_by_the_chance_of_an_informative_group():
+    def group(name, *rewards):
+        return TrajectoryGroup(name, [rl_traj([1], [2], r) for r in rewards])
+
+    tally = TaskTally(memory=0.5)
+    assert tally.weight("new", 4) == pytest.approx(1 - 2 / 5)  # Beta(1, 1): E[p^4] = 1/5
+    tally.add([group("solved", 1, 1, 1, 1), group("mixed", 1, 0, 1, 0), group("failed", 0, 0, 0, 0)], lambda t: t.reward)
+    w = {k: tally.weight(k, 4) for k in ("solved", "mixed", "failed", "new")}
+    assert w["mixed"] > w["new"] > w["solved"] > 0 and w["solved"] == pytest.approx(w["failed"])
+    # Beta(5, 1): E[p^4] = 5·6·7·8 / (6·7·8·9), E[(1-p)^4] = 1·2·3·4 / (6·7·8·9)
+    assert w["solved"] == pytest.approx(1 - (5 * 6 * 7 * 8 + 24) / (6 * 7 * 8 * 9))
+    assert tally.success("solved") == pytest.approx(5 / 6) and tally.success("new") == 0.5
+    tally.add([], lambda t: t.reward)  # a step without the task: its evidence halves
+    assert tally.successes["solved"] == 2.0 and tally.weight("solved", 4) > w["solved"]
+    infra = TrajectoryGroup("solved", [Trajectory("t", "i", 0, reward=0.0, status="infra_failure")])
+    tally.add([infra], lambda t: t.reward)  # infrastructure failures are not evidence
+    assert tally.failures["solved"] == 0.0
+    assert TaskTally.from_dict(json.loads(json.dumps(tally.to_dict()))) == tally
 
 
 def test_dynamic_sampling_replaces_only_equal_reward_groups_and_returns_them():
@@ -383,6 +421,44 @@ def test_webr1_rl_runs_a_smoke_config_and_resumes(tokenizer, tmp_path, capsys):
     assert row["rerolled_groups"] == 4 and row["first_draw_episodes"] == 4 and row["first_draw_success"] == 0.0
     rerolled = (tmp_path / "ds" / "trajectories" / "rerolled-step-1.jsonl").read_text().splitlines()
     assert len(rerolled) == 8  # four replaced groups of two, kept for inspection
+
+
+def test_informative_drawing_counts_every_step_and_resumes_its_tally(tokenizer, tmp_path, capsys):
+    from webr1_kit.cli import main
+
+    model_dir = tmp_path / "tiny"
+    policy = make_policy(tokenizer)
+    policy.model.get_base_model().save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    config = {
+        "policy": {"model": str(model_dir), "lora": {"r": 4, "alpha": 8}},
+        "prompt": {"max_prompt_tokens": 2048},
+        "sampling": {"max_new_tokens": 8, "temperature": 0.7},
+        "grpo": {"steps": 2, "tasks_per_step": 2, "group_size": 2, "max_turns": 1, "eval_every": 0, "save_every": 1,
+                 "concurrency": 4, "task_sampling": "informative", "task_memory": 0.5},
+        "tasks": {"suite": "miniwob", "names": ["click-button", "focus-text", "click-link"]},
+    }
+    (tmp_path / "two.json").write_text(json.dumps(config))
+    assert main(["rl", "--config", str(tmp_path / "two.json"), "--out", str(tmp_path / "straight"), "--quiet"]) == 0
+    config["grpo"]["steps"] = 1
+    (tmp_path / "one.json").write_text(json.dumps(config))
+    assert main(["rl", "--config", str(tmp_path / "one.json"), "--out", str(tmp_path / "resumed"), "--quiet"]) == 0
+    assert main(["rl", "--config", str(tmp_path / "two.json"), "--out", str(tmp_path / "resumed"), "--quiet",
+                 "--resume"]) == 0
+    capsys.readouterr()
+
+    def state(run, step):
+        return json.loads((tmp_path / run / "checkpoints" / f"step-{step}" / "state.json").read_text())["task_tally"]
+
+    rows = [json.loads(x) for x in (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()]
+    first = state("straight", 1)
+    # The random model fails every episode: each drawn task holds its group's two failures.
+    assert set(first["failures"]) == set(rows[0]["drawn_tasks"]) and set(first["failures"].values()) == {2.0}
+    second = state("straight", 2)
+    assert sum(second["failures"].values()) == pytest.approx(0.5 * 4 + 4)  # step 1's evidence halved, then step 2's
+    assert state("resumed", 2) == second
+    resumed = [json.loads(x) for x in (tmp_path / "resumed" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["drawn_tasks"] for r in resumed] == [r["drawn_tasks"] for r in rows]
 
 
 def test_generation_after_an_update_uses_the_new_weights(tokenizer):

@@ -297,6 +297,19 @@ class GRPOConfig:
     """Groups rolled out per step (the paper: 16 tasks). With fewer training tasks, tasks
     repeat, each repeat with its own page seed (`grpo.draw_tasks`)."""
 
+    task_sampling: Literal["uniform", "informative"] = "uniform"
+    """How each step draws its tasks. "uniform" (the paper): every training task alike.
+    "informative": in proportion to the chance that a group of the task gets unequal
+    rewards, estimated from the task's recent rollouts (`grpo.TaskTally`). A group whose
+    rewards are all equal has zero advantage and teaches nothing, and on a fixed task set
+    most tasks are soon always or never solved, so uniform drawing spends most rollouts on
+    them."""
+
+    task_memory: float = 0.9
+    """"informative" only: every step, the evidence from earlier rollouts counts this much
+    less (0.9: a step's outcomes weigh half as much about 7 steps later), so the estimate
+    follows the policy as it changes."""
+
     group_size: int = 4
     """Trajectories per task, G (the paper: 4)."""
 

@@ -47,6 +47,12 @@ Departures from the paper (read these before comparing numbers):
    rollouts read responses strictly (GRPOConfig.strict_format), an episode ended by its
    invalid-action budget earns 0, and so does one with a response cut off at the token
    limit (GRPOConfig.truncation="penalise"; "mask" leaves those tokens out instead).
+11. Optional (GRPOConfig.task_sampling="informative"; the paper's uniform drawing is the
+   default): each step draws its tasks in proportion to the chance that a group of the
+   task gets unequal rewards, estimated from its recent rollouts (`TaskTally`), so fewer
+   groups are spent on tasks the policy always or never solves. The step's
+   `first_draw_success` is then over tasks chosen for being uncertain, not over all tasks;
+   held-out evaluation is the measure of the policy.
 """
 
 from __future__ import annotations
@@ -277,16 +283,81 @@ def _rollout_stats(groups: Sequence[TrajectoryGroup], cfg: GRPOConfig) -> dict[s
     }
 
 
-def draw_tasks(rng: random.Random, tasks: list[Task], k: int) -> list[Task]:
+def draw_tasks(rng: random.Random, tasks: list[Task], k: int, weights: Sequence[float] | None = None) -> list[Task]:
     """k tasks for one step's groups: without repeats while there are enough tasks, then
-    whole fresh permutations. A repeated task still gets its own page seed per group (see
+    whole fresh passes. A repeated task still gets its own page seed per group (see
     `rollout.episode_seeds`), which on MiniWoB++ is a different problem; this is what lets
     a few MiniWoB++ tasks fill more groups per step. Arena tasks do not depend on the page
-    seed, so there a repeat is a second group of the same problem."""
+    seed, so there a repeat is a second group of the same problem.
+
+    weights (one per task, all > 0): each pass draws in proportion to them, without
+    replacement (Efraimidis and Spirakis: the n largest of u ** (1 / w)); None draws
+    uniformly."""
+    if weights is not None and len(weights) != len(tasks):
+        raise ValueError(f"{len(weights)} weights for {len(tasks)} tasks")
     out: list[Task] = []
     while len(out) < k and tasks:
-        out += rng.sample(tasks, min(k - len(out), len(tasks)))
+        n = min(k - len(out), len(tasks))
+        if weights is None:
+            out += rng.sample(tasks, n)
+        else:
+            keys = [rng.random() ** (1.0 / max(w, 1e-12)) for w in weights]
+            out += [tasks[i] for i in sorted(range(len(tasks)), key=lambda i: -keys[i])[:n]]
     return out
+
+
+@dataclass
+class TaskTally:
+    """Each training task's recent rollout outcomes: the evidence "informative" task
+    drawing (GRPOConfig.task_sampling) weighs tasks by.
+
+    A task's success rate p has the posterior Beta(1 + s, 1 + f), with s and f its
+    successes and failures, each step's older evidence counting `memory` times less. Its
+    weight is the chance that a group of G of its episodes is informative (rewards not all
+    equal), averaged over that posterior:
+
+        w = 1 - E[p^G] - E[(1-p)^G],   E[p^G] = Π_{i<G} (1+s+i) / (2+s+f+i)
+
+    An unseen task has w = 1 - 2/(G+1) (0.6 at G = 4); a task solved or failed every time
+    falls towards 0 but never reaches it, so it is still drawn now and then and a change in
+    the policy is noticed; a task solved about half the time rises towards 1 - 2^(1-G).
+    """
+
+    memory: float = 0.9
+    successes: dict[str, float] = field(default_factory=dict)
+    failures: dict[str, float] = field(default_factory=dict)
+
+    def add(self, groups: Sequence[TrajectoryGroup], reward: Any) -> None:
+        """Age the evidence one step, then count `groups` (reward(trajectory) in [0, 1])."""
+        for d in (self.successes, self.failures):
+            for k in d:
+                d[k] *= self.memory
+        for g in groups:
+            for t in g.valid:
+                r = float(reward(t))
+                self.successes[g.task_id] = self.successes.get(g.task_id, 0.0) + r
+                self.failures[g.task_id] = self.failures.get(g.task_id, 0.0) + 1.0 - r
+
+    def success(self, task_id: str) -> float:
+        """Posterior mean success rate."""
+        s, f = self.successes.get(task_id, 0.0), self.failures.get(task_id, 0.0)
+        return (1 + s) / (2 + s + f)
+
+    def weight(self, task_id: str, group_size: int) -> float:
+        """The chance that a group of `group_size` episodes has unequal rewards."""
+        s, f = self.successes.get(task_id, 0.0), self.failures.get(task_id, 0.0)
+        all_pass = all_fail = 1.0
+        for i in range(group_size):
+            all_pass *= (1 + s + i) / (2 + s + f + i)
+            all_fail *= (1 + f + i) / (2 + s + f + i)
+        return max(1.0 - all_pass - all_fail, 1e-9)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory": self.memory, "successes": self.successes, "failures": self.failures}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TaskTally":
+        return cls(float(d["memory"]), dict(d["successes"]), dict(d["failures"]))
 
 
 async def evaluate_policy(policy: Any, tasks: list[Task], max_turns: int, concurrency: int, seed: int,
@@ -338,8 +409,12 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
     policy.freeze_reference(reference)
     optimizer = make_optimizer(policy.model, cfg.lr, tuple(cfg.betas))
     start = 0
+    tally = TaskTally(cfg.task_memory)
     if ckpt is not None:
-        start = load_checkpoint(ckpt, policy, optimizer)["step"]
+        state = load_checkpoint(ckpt, policy, optimizer)
+        start = state["step"]
+        if "task_tally" in state:
+            tally = TaskTally.from_dict(state["task_tally"])
     held_out = list(eval_tasks or [])
     if cfg.eval_tasks is not None and len(held_out) > cfg.eval_tasks:
         held_out = random.Random(f"{cfg.seed}/eval").sample(held_out, cfg.eval_tasks)
@@ -363,7 +438,9 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
         for step in range(start, cfg.steps):
             t0 = time.perf_counter()
             rng = random.Random(f"{cfg.seed}/tasks/{step}")
-            tasks = draw_tasks(rng, train_tasks, cfg.tasks_per_step)
+            weights = ([tally.weight(t.task_id, cfg.group_size) for t in train_tasks]
+                       if cfg.task_sampling == "informative" else None)
+            tasks = draw_tasks(rng, train_tasks, cfg.tasks_per_step, weights)
             groups = await rollout(policy, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
                                    concurrency=cfg.concurrency, seed=_mix(cfg.seed, step), browser=browser,
                                    config=train_env, max_invalid=cfg.max_invalid)
@@ -372,7 +449,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             first = _rollout_stats(groups, cfg)
 
             async def rerun(n: int, extra: int) -> list[TrajectoryGroup]:  # called within this step only
-                return await rollout(policy, draw_tasks(rng, train_tasks, n), group_size=cfg.group_size,
+                return await rollout(policy, draw_tasks(rng, train_tasks, n, weights), group_size=cfg.group_size,
                                      max_turns=cfg.max_turns, concurrency=cfg.concurrency,
                                      seed=_mix(cfg.seed, step, extra), browser=browser, config=train_env,
                                      max_invalid=cfg.max_invalid)
@@ -380,6 +457,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             groups, rerolled = await reroll_equal_groups(groups, rerun, 2 if cfg.dynamic_sampling else 0,
                                                          reward=lambda t: episode_reward(t, cfg))
             rollout_s = time.perf_counter() - t0
+            tally.add([*groups, *rerolled], lambda t: episode_reward(t, cfg))
             for t in (t for g in [*groups, *rerolled] for t in g.trajectories):
                 t.meta["rl_reward"] = episode_reward(t, cfg)  # what the update learns from (replays show it)
             write_jsonl(run.path / "trajectories" / f"step-{step + 1}.jsonl", [t for g in groups for t in g.trajectories])
@@ -395,6 +473,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             stats = await asyncio.to_thread(update, policy, batch, cfg, optimizer, temperature)
             row = {"phase": "train", "step": step + 1, "first_draw_success": first["success_rate"],
                    "first_draw_reward": first["reward_mean"], "first_draw_episodes": first["episodes"],
+                   "drawn_tasks": [t.task_id for t in tasks],
                    **_rollout_stats(groups, cfg),
                    "equal_reward_frac": batch.equal_groups / batch.groups if batch.groups else None,
                    "rerolled_groups": len(rerolled),
@@ -404,7 +483,8 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
                 bar.update(1)
                 bar.set_postfix(first_draw=f"{row['first_draw_success'] or 0:.2f}", kl=f"{row['kl']:.4f}")
             if (step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps:
-                save_checkpoint(run.path / "checkpoints" / f"step-{step + 1}", policy, optimizer, {"step": step + 1})
+                save_checkpoint(run.path / "checkpoints" / f"step-{step + 1}", policy, optimizer,
+                                {"step": step + 1, "task_tally": tally.to_dict()})
             if held_out and cfg.eval_every and (step + 1) % cfg.eval_every == 0:
                 await evaluate(step + 1)
     if bar is not None:
