@@ -1,7 +1,8 @@
 """Summarise a learning-benchmark run (a `webr1 demo --config ...` run directory) as the
 Markdown tables BENCHMARKS.md quotes: held-out success of each stage with its 95% interval,
 the paired comparisons BC -> RL, the first-draw training success per step with its moving
-average, and the wall time of each stage.
+average, the groups drawn per training task (and how many had unequal rewards), and the
+wall time of each stage.
 
     python bench/learning_summary.py runs/<name> [--window 4]
 """
@@ -13,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from webr1_kit.report import EVALUATIONS, STAGES, compare_paired, success_table
+from webr1_kit.report import EVALUATIONS, STAGES, success_table
+from webr1_kit.stats import compare_paired
 
 
 def pct(x: float | None) -> str:
@@ -38,8 +40,10 @@ def eval_tables(out: Path) -> list[str]:
             pa, pb = out / "eval" / f"{a}{kind}.jsonl", out / "eval" / f"{b}{kind}.jsonl"
             if pa.is_file() and pb.is_file():
                 c = compare_paired(pa, pb)
+                lo, hi = c["difference_ci95"] or (0.0, 0.0)
                 lines.append(f"- {a} → {b}: {c['pairs']} pairs, {c['gained']} newly solved, {c['lost']} newly failed "
-                             f"({c['before']} → {c['after']}), exact McNemar p = {c['p_value']:.3g}")
+                             f"({c['before']} → {c['after']}), difference {c['difference']:+.3f} "
+                             f"(95% CI {lo:+.3f} to {hi:+.3f}), exact McNemar p = {c['p_value']:.3g}")
         per_task = {r["stage"]: r["per_task"] for r in rows}
         if per_task:
             tasks = sorted({t for v in per_task.values() for t in v})
@@ -72,6 +76,33 @@ def curve(out: Path, window: int) -> list[str]:
     return lines
 
 
+def task_groups(out: Path) -> list[str]:
+    """Per training task: the groups M-GRPO drew for it and how many of them had unequal
+    rewards (only those train), from rl/trajectories/step-N.jsonl."""
+    drawn: dict[str, int] = {}
+    mixed: dict[str, int] = {}
+    for f in sorted((out / "rl" / "trajectories").glob("step-*.jsonl")):
+        groups: dict[int, list[dict]] = {}
+        for line in f.read_text().splitlines():
+            if line.strip():
+                t = json.loads(line)
+                groups.setdefault(t["meta"].get("group", 0), []).append(t)
+        for g in groups.values():
+            valid = [t for t in g if t.get("status") != "infra_failure"]
+            if not valid:
+                continue
+            task = valid[0]["task_id"].split("/")[-1]
+            drawn[task] = drawn.get(task, 0) + 1
+            mixed[task] = mixed.get(task, 0) + (len({t["meta"].get("rl_reward", t["reward"]) for t in valid}) > 1)
+    if not drawn:
+        return ["(no M-GRPO trajectories)"]
+    lines = ["| task | groups drawn | groups with unequal rewards |", "|---|---|---|"]
+    for task in sorted(drawn, key=lambda k: (-drawn[k], k)):
+        lines.append(f"| {task} | {drawn[task]} | {mixed[task]} |")
+    lines.append(f"| all | {sum(drawn.values())} | {sum(mixed.values())} |")
+    return lines
+
+
 def times(out: Path) -> list[str]:
     done = sorted((out / "stages").glob("*.json"), key=lambda p: p.stat().st_mtime)
     lines = ["| stage | minutes |", "|---|---|"]
@@ -96,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{out} is not a pipeline run directory (no pipeline.json)", file=sys.stderr)
         return 2
     print("\n".join(eval_tables(out) + ["**M-GRPO steps**", ""] + curve(out, args.window)
+                    + ["", "**Groups per training task**", ""] + task_groups(out)
                     + ["", "**Wall time per stage**", ""] + times(out)))
     return 0
 

@@ -13,7 +13,8 @@ import webr1_kit as wk
 from webr1_kit.config import PromptConfig
 from webr1_kit.observation import Observation
 from webr1_kit.pipeline import Pipeline, scale_config
-from webr1_kit.report import compare_paired, results_table, token_stats
+from webr1_kit.report import results_table, token_stats
+from webr1_kit.stats import compare_paired
 from webr1_kit.trajectory import Trajectory, Turn, write_jsonl
 
 
@@ -59,6 +60,8 @@ def test_compare_paired_counts_changes_on_the_same_episodes(tmp_path):
     assert (c["before"], c["after"], c["gained"], c["lost"]) == (7, 18, 11, 0)
     assert c["difference"] == pytest.approx(11 / 19)
     assert c["p_value"] == pytest.approx(2 / 2 ** 11)  # 11 gained, 0 lost: sign test
+    lo, hi = c["difference_ci95"]
+    assert 0.25 < lo < 11 / 19 < hi < 0.8  # clear of 0, as p = 0.001 says
     assert compare_paired(before, before)["p_value"] == 1.0 and compare_paired(before, before)["gained"] == 0
     # 6 gained against 4 lost is no evidence of a change
     mixed = ev([1] * 6 + [0] * 4 + [0] * 10)

@@ -6,7 +6,8 @@ import json
 
 from webr1_kit.browser import BrowserEnv
 from webr1_kit.experts import MiniWoBExpert
-from webr1_kit.rollout import episode_seeds, run_episode, run_episodes, summarize, wilson_interval
+from webr1_kit.rollout import episode_seeds, run_episode, run_episodes
+from webr1_kit.stats import summarize, wilson_interval
 from webr1_kit.tasks import Task, load_tasks
 from webr1_kit.trajectory import Trajectory, read_jsonl, write_jsonl
 

@@ -63,7 +63,7 @@ _EXPORTS = {
     "run_pipeline": "pipeline",
     "write_report": "report",
     "results_table": "report",
-    "compare_paired": "report",
+    "compare_paired": "stats",
     "evaluate_policy": "grpo",
 }
 

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .stats import compare_paired
+
 STAGES = (("base", "Base model (no training)"), ("bc", "After BC warm-up"), ("rl", "After BC + M-GRPO"))
 EVALUATIONS = (("", "Held-out success: unseen pages of the training tasks, greedy"),
                ("-heldout-tasks", "Held-out tasks (never trained on), greedy"),
@@ -186,7 +188,7 @@ def results_table(results: Any) -> Table:
     a list of trajectories, a trajectory JSONL file, a GRPORun); `Pipeline.evaluations()`
     gives a run's evaluation files. The returned Table's `rows` hold the numbers.
     """
-    from .rollout import summarize
+    from .stats import summarize
     from .viz.sources import load
 
     rows = []
@@ -198,53 +200,6 @@ def results_table(results: Any) -> Table:
         rows.append({"label": str(label), **{k: m[k] for k in keep}, "ci95": m["success_ci95"],
                      **token_stats([t for t in trajs if t.status != "infra_failure"])})
     return Table(rows)
-
-
-def compare_paired(before: Any, after: Any) -> dict[str, Any]:
-    """Did a training stage change success on the *same* held-out episodes?
-
-    before, after: two evaluations of the same episodes (anything `results_table` takes).
-    Episodes are paired by (task_id, seed); pairs where either side had an infrastructure
-    failure are left out. Returns the number of pairs, successes before and after, the
-    episodes `gained` (failed before, succeeded after) and `lost`, the difference in success
-    rate, and the exact two-sided McNemar p-value (a sign test on the gained/lost pairs).
-
-    Pairing is why this is sharper than comparing two Wilson intervals: episodes both
-    policies solve, or both fail, say nothing about the difference. With binary rewards and
-    40 episodes, two intervals overlap unless the rates differ by about 0.3; a paired test
-    can detect less when the changes go mostly one way.
-    """
-    from .viz.sources import load
-
-    def keyed(source: Any) -> dict[tuple[str, int, int], Any]:
-        out: dict[tuple[str, int, int], Any] = {}
-        seen: dict[tuple[str, int], int] = {}
-        for t in load(source).trajectories:
-            k = (t.task_id, int(t.seed))
-            seen[k] = seen.get(k, 0) + 1  # repeats of one episode pair up in order
-            out[(*k, seen[k])] = t
-        return out
-
-    a, b = keyed(before), keyed(after)
-    common = [k for k in a if k in b and a[k].status != "infra_failure" and b[k].status != "infra_failure"]
-    gained = sum(1 for k in common if not a[k].success and b[k].success)
-    lost = sum(1 for k in common if a[k].success and not b[k].success)
-    n = len(common)
-    return {"pairs": n, "unpaired": len(a) + len(b) - 2 * len(set(a) & set(b)),
-            "before": sum(1 for k in common if a[k].success), "after": sum(1 for k in common if b[k].success),
-            "gained": gained, "lost": lost, "difference": (gained - lost) / n if n else None,
-            "p_value": _sign_test(gained, lost)}
-
-
-def _sign_test(x: int, y: int) -> float:
-    """Exact two-sided binomial test of x successes in x + y trials at p = 1/2."""
-    import math
-
-    n = x + y
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(x, y) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
 
 
 def _changes(out: Path, kind: str = "") -> str:
@@ -260,8 +215,10 @@ def _changes(out: Path, kind: str = "") -> str:
         c = compare_paired(p1, p2)
         if not c["pairs"]:
             continue
+        ci = c["difference_ci95"]
         lines.append(f"<li>{esc(k1)} &rarr; {esc(k2)}: on the same {c['pairs']} episodes, {c['gained']} newly "
                      f"solved and {c['lost']} newly failed (success {c['before']} &rarr; {c['after']}); "
+                     f"difference {c['difference']:+.3f} (95% CI {ci[0]:+.3f} to {ci[1]:+.3f}), "
                      f"exact McNemar p = {c['p_value']:.3g}</li>")
     if not lines:
         return ""

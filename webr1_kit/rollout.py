@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any, Callable, Protocol
 from .browser import Browser, BrowserEnv, InfraError
 from .config import EnvConfig
 from .observation import Observation
+from .stats import summarize
 from .tasks.task import Task
 from .trajectory import Trajectory, TrajectoryGroup, Turn
 
@@ -155,58 +155,6 @@ class EvalResult:
 def task_meta(task: Task) -> dict[str, Any]:
     """What a trajectory keeps about its task, for per-site and per-template results."""
     return {"template": task.template, "sites": list(task.sites)}
-
-
-def site_key(sites: list[str] | tuple[str, ...]) -> str:
-    """The per-site bucket of a task: its site, or "multi" for multi-site tasks (as WebArena-Lite reports)."""
-    return sites[0] if len(sites) == 1 else ("multi" if sites else "unknown")
-
-
-def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float] | None:
-    """95% Wilson score interval of a success rate (None without episodes)."""
-    if n == 0:
-        return None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
-
-
-def _breakdown(trajectories: list[Trajectory], name: str, key: Any) -> dict[str, dict[str, Any]]:
-    """Success rate per group (`per_<name>`), with episode counts (`per_<name>_n`) and 95% Wilson
-    intervals (`per_<name>_ci95`): a held-out split has a few episodes per site or template, and
-    the interval says how little a rate from six episodes tells."""
-    groups: dict[str, list[float]] = {}
-    for t in trajectories:
-        groups.setdefault(key(t), []).append(t.reward)
-    groups = dict(sorted(groups.items()))
-    return {f"per_{name}": {k: sum(v) / len(v) for k, v in groups.items()},
-            f"per_{name}_n": {k: len(v) for k, v in groups.items()},
-            f"per_{name}_ci95": {k: wilson_interval(sum(v), len(v)) for k, v in groups.items()}}
-
-
-def summarize(trajectories: list[Trajectory], seconds: float) -> dict[str, Any]:
-    """Success rate (with a 95% interval) over evaluated episodes; infrastructure
-    failures are counted apart."""
-    ok = [t for t in trajectories if t.status != "infra_failure"]
-    steps = sum(len(t.turns) for t in ok)
-    wins = sum(t.reward for t in ok)
-    return {
-        "success_rate": wins / len(ok) if ok else None,
-        "success_ci95": wilson_interval(wins, len(ok)),
-        "episodes": len(trajectories),
-        "evaluated": len(ok),
-        "infra_failures": len(trajectories) - len(ok),
-        "invalid_action_rate": sum(t.invalid_actions for t in ok) / steps if steps else 0.0,
-        "mean_turns": steps / len(ok) if ok else 0.0,
-        "truncated": sum(1 for t in ok if t.status == "truncated"),
-        **_breakdown(ok, "site", lambda t: site_key(t.meta.get("sites", []))),
-        **_breakdown(ok, "template", lambda t: str(t.meta.get("template"))),
-        "per_task": _breakdown(ok, "task", lambda t: t.task_id)["per_task"],
-        "seconds": round(seconds, 2),
-        "episodes_per_s": round(len(trajectories) / seconds, 3) if seconds > 0 else None,
-    }
 
 
 async def run_episodes(
