@@ -58,7 +58,6 @@ Departures from the paper (read these before comparing numbers):
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 import random
 import time
@@ -67,6 +66,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .config import EnvConfig, GRPOConfig, to_dict
+from .seeds import derive_seed
 from .tasks.task import Task
 from .trajectory import Packed, Trajectory, TrajectoryGroup, pack, write_jsonl
 from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
@@ -264,10 +264,6 @@ class GRPORun:
         return [t for g in self.groups for t in g.trajectories]
 
 
-def _mix(*parts: Any) -> int:
-    return int.from_bytes(hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=4).digest(), "little")
-
-
 def _rollout_stats(groups: Sequence[TrajectoryGroup], cfg: GRPOConfig) -> dict[str, Any]:
     trajs = [t for g in groups for t in g.valid]
     turns = [turn for t in trajs for turn in t.turns]
@@ -442,7 +438,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
                        if cfg.task_sampling == "informative" else None)
             tasks = draw_tasks(rng, train_tasks, cfg.tasks_per_step, weights)
             groups = await rollout(policy, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
-                                   concurrency=cfg.concurrency, seed=_mix(cfg.seed, step), browser=browser,
+                                   concurrency=cfg.concurrency, seed=derive_seed(cfg.seed, step, bits=32, digest_size=4), browser=browser,
                                    config=train_env, max_invalid=cfg.max_invalid)
             # What the policy does before any re-roll: dynamic sampling keeps mixed groups,
             # whose success sits near 0.5 by construction, so only this draw shows learning.
@@ -451,7 +447,7 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             async def rerun(n: int, extra: int) -> list[TrajectoryGroup]:  # called within this step only
                 return await rollout(policy, draw_tasks(rng, train_tasks, n, weights), group_size=cfg.group_size,
                                      max_turns=cfg.max_turns, concurrency=cfg.concurrency,
-                                     seed=_mix(cfg.seed, step, extra), browser=browser, config=train_env,
+                                     seed=derive_seed(cfg.seed, step, extra, bits=32, digest_size=4), browser=browser, config=train_env,
                                      max_invalid=cfg.max_invalid)
 
             groups, rerolled = await reroll_equal_groups(groups, rerun, 2 if cfg.dynamic_sampling else 0,

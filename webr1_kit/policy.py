@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import importlib.util
 import logging
 import os
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .config import LoRA, PolicyConfig, PromptConfig, SamplingConfig, from_dict
+from .seeds import derive_seed
 from .training import fix_malloc_threshold
 
 # peft imports bitsandbytes, which on CPUs with AVX512-BF16 logs a warning that an optional
@@ -303,7 +303,7 @@ class LLMPolicy:
         from .prompt import build_prompt
 
         prompt = build_prompt(self.tokenizer, intent, history, observation, self.prompt)
-        turn_seed = _mix(self.seed, seed, task.task_id, len(history))
+        turn_seed = derive_seed(self.seed, seed, task.task_id, len(history))
         out = await self.generator.generate(prompt.ids, seed=turn_seed)
         return Response(out.text, prompt.ids, out.ids, out.logprobs, out.finish, prompt.truncated)
 
@@ -449,9 +449,3 @@ def load_policy(model: str = "embedded", lora: LoRA | None = LoRA(), quantizatio
         return LLMPolicy(peft_model, tokenizer, cfg, prompt, sampling, seed)
     model_obj, tokenizer = load_model(cfg)
     return LLMPolicy(model_obj, tokenizer, cfg, prompt, sampling, seed)
-
-
-def _mix(*parts: Any) -> int:
-    """A stable 63-bit seed from several parts (Python's hash() is salted per process)."""
-    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & (2**63 - 1)

@@ -17,7 +17,6 @@ differ in sampling seed.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Any, Callable, Protocol
 from .browser import Browser, BrowserEnv, InfraError
 from .config import EnvConfig
 from .observation import Observation
+from .seeds import derive_seed
 from .stats import summarize
 from .tasks.task import Task
 from .trajectory import Trajectory, TrajectoryGroup, Turn
@@ -116,11 +116,6 @@ class Job:
     group: int
 
 
-def _mix(*parts: Any) -> int:
-    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & (2**31 - 1)
-
-
 def episode_seeds(tasks: list[Task], episodes: int, seed: int, grouped: bool = False,
                   samples_per_page: int = 1) -> list[Job]:
     """The jobs of a run, fixed by `seed` and independent of concurrency.
@@ -139,7 +134,7 @@ def episode_seeds(tasks: list[Task], episodes: int, seed: int, grouped: bool = F
     for gi, task in enumerate(tasks):
         page_seeds = [rng.randrange(2**31) for _ in range(pages)]
         for k in range(pages * per_page):  # k numbers the task's episodes: it fixes their sampling seeds
-            jobs.append(Job(task, page_seeds[k // per_page], _mix(seed, task.task_id, gi, k), gi))
+            jobs.append(Job(task, page_seeds[k // per_page], derive_seed(seed, task.task_id, gi, k, bits=31), gi))
     return jobs
 
 
