@@ -872,3 +872,9 @@ def test_cli_help_mentions_webarena(capsys):
         main(["eval", "--help"])
     out = capsys.readouterr().out
     assert "--tasks-file" in out and "--split-file" in out and "webarena-lite" in out
+
+
+async def test_the_suite_keeps_the_environment_contract(browser, e2e):
+    from webr1_kit.conformance import check_tasks
+
+    assert await check_tasks([e2e.tasks["1"], e2e.tasks["3"]], browser) == []

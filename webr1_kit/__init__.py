@@ -64,6 +64,7 @@ _EXPORTS = {
     "write_report": "report",
     "results_table": "report",
     "compare_paired": "stats",
+    "check_tasks": "conformance",
     "evaluate_policy": "grpo",
 }
 
