@@ -459,6 +459,12 @@ def test_informative_drawing_counts_every_step_and_resumes_its_tally(tokenizer, 
     assert state("resumed", 2) == second
     resumed = [json.loads(x) for x in (tmp_path / "resumed" / "metrics.jsonl").read_text().splitlines()]
     assert [r["drawn_tasks"] for r in resumed] == [r["drawn_tasks"] for r in rows]
+    # The weights each step drew with are logged: an unseen task's is 1 - 2/3 at G = 2; after two
+    # failures (Beta(1, 3)) it is 1 - 1·2/(4·5) - 3·4/(4·5) = 0.3.
+    assert all(w == pytest.approx(1 / 3, abs=1e-4) for w in rows[0]["draw_weights"].values())
+    (unseen,) = set(rows[0]["draw_weights"]) - set(rows[0]["drawn_tasks"])
+    assert rows[1]["draw_weights"][unseen] == pytest.approx(1 / 3, abs=1e-4)
+    assert all(rows[1]["draw_weights"][t] == pytest.approx(0.3, abs=1e-4) for t in rows[0]["drawn_tasks"])
 
 
 def test_generation_after_an_update_uses_the_new_weights(tokenizer):

@@ -470,6 +470,8 @@ async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | Non
             row = {"phase": "train", "step": step + 1, "first_draw_success": first["success_rate"],
                    "first_draw_reward": first["reward_mean"], "first_draw_episodes": first["episodes"],
                    "drawn_tasks": [t.task_id for t in tasks],
+                   "draw_weights": (None if weights is None else
+                                    {t.task_id: round(w, 4) for t, w in zip(train_tasks, weights)}),
                    **_rollout_stats(groups, cfg),
                    "equal_reward_frac": batch.equal_groups / batch.groups if batch.groups else None,
                    "rerolled_groups": len(rerolled),
