@@ -23,6 +23,31 @@ def test_import_is_light():
     assert json.loads(out.stdout) == []
 
 
+def test_every_module_imports_alone_in_a_fresh_interpreter_and_changes_nothing_global():
+    """No import circle can bite whichever module a user imports first, and importing is free
+    of side effects: the malloc policy and the bitsandbytes log level are set by
+    `policy.load_model`, when a model is loaded, not by importing a module."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    import webr1_kit
+
+    root = Path(webr1_kit.__file__).parent
+    modules = sorted(".".join(("webr1_kit", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+                     for p in root.rglob("*.py"))
+    check = ("import importlib, logging, sys; importlib.import_module(sys.argv[1]); "
+             "assert logging.getLogger('bitsandbytes.backends.cpu.ops').level == logging.NOTSET, 'log level set'")
+
+    def run(module):
+        r = subprocess.run([sys.executable, "-c", check, module], capture_output=True, text=True)
+        return module, r.returncode, r.stderr.strip().splitlines()[-1:] if r.returncode else []
+
+    with ThreadPoolExecutor(4) as pool:
+        failed = [r for r in pool.map(run, modules) if r[1]]
+    assert len(modules) > 70 and "webr1_kit.errors" in modules
+    assert failed == []
+
+
 def test_public_names_resolve():
     import webr1_kit as wk
 

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from .actions import Action, ActionError, describe, execute, parse_action
 from .config import EnvConfig
+from .errors import BrowserNotFound, InfraError
 from .observation import ID_ATTR, Observation, observe
 from .tasks.task import Task, Verdict
 
@@ -71,14 +72,6 @@ POPUP_WATCH_JS = """
 })();
 """
 POPUP_TAKE_JS = "() => { const n = window.__webr1Popups || 0; window.__webr1Popups = 0; return n; }"
-
-
-class InfraError(RuntimeError):
-    """The browser, the page or the site failed. Not the agent's fault: never reward 0."""
-
-
-class BrowserNotFound(InfraError):
-    pass
 
 
 class Step(NamedTuple):

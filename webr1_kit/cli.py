@@ -620,7 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .browser import BrowserNotFound, InfraError
+    from .errors import BrowserNotFound, InfraError
     from .config import ConfigError
     from .policy import PolicyLoadError
     from .tasks.task import TaskSchemaError

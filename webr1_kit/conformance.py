@@ -63,7 +63,8 @@ async def check_tasks(tasks: list[Task], browser: Any = None, config: EnvConfig 
 
 
 async def _check_task(task: Task, browser: Any, config: EnvConfig | None, seed: int, elements: int) -> list[Problem]:
-    from .browser import BrowserEnv, InfraError
+    from .browser import BrowserEnv
+    from .errors import InfraError
     from .observation import Observation
     from .tasks.task import Verdict
 

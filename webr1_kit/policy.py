@@ -27,15 +27,6 @@ from .config import LoRA, PolicyConfig, PromptConfig, SamplingConfig, from_dict
 from .seeds import derive_seed
 from .training import fix_malloc_threshold
 
-# peft imports bitsandbytes, which on CPUs with AVX512-BF16 logs a warning that an optional
-# download-at-run-time kernel package is missing. The kit never downloads at run time and
-# 4-bit works without it, so the message is only noise in every notebook and progress bar.
-logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
-
-
-# Fixed here, at load time, because every model-loading path goes through this module.
-fix_malloc_threshold()
-
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 REFERENCE_ADAPTER = "reference"
@@ -206,6 +197,13 @@ def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
     """(model, tokenizer) with the LoRA adapter attached if `cfg.lora` is set."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    # Before the first weights are allocated: see training.fix_malloc_threshold.
+    fix_malloc_threshold()
+    # peft imports bitsandbytes, which on CPUs with AVX512-BF16 logs a warning that an optional
+    # download-at-run-time kernel package is missing. The kit never downloads at run time and
+    # 4-bit works without it, so the message is only noise in every notebook and progress bar.
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
     name = resolve_model(cfg.model)
     device = _device(cfg)

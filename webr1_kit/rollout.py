@@ -22,8 +22,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from .browser import Browser, BrowserEnv, InfraError
+from .browser import Browser, BrowserEnv
 from .config import EnvConfig
+from .errors import InfraError
 from .observation import Observation
 from .seeds import derive_seed
 from .stats import summarize

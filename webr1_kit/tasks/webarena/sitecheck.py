@@ -28,6 +28,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import InfraError
 from ..task import origin_of
 from .auth import AuthManager, LoginError
 from .config import SITES, WebArenaConfig
@@ -277,7 +278,6 @@ def preflight(tasks: list[Any], config: WebArenaConfig | None = None, timeout_s:
     """Before running `tasks`: raise InfraError when a site they need is down; return
     warnings (tasks that will not be evaluated for want of a judge, sites whose state
     changed since the reset mark)."""
-    from ...browser import InfraError
     from .config import active_config
     from .judge import needs_judge
 

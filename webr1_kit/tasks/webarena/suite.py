@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ...errors import InfraError
 from ..evaluators import evaluate
 from ..suite import Suite
 from ..task import Task, Verdict, origin_of
@@ -75,7 +76,6 @@ class WebArenaSuite(Suite):
             await apply_state(context, merged_state(states))
 
     async def prepare(self, page: Any, task: Task, seed: int) -> str:
-        from ...browser import InfraError
 
         urls = start_urls(task)
         for url in (urls[2:] + urls[:1]) if len(urls) > 1 else []:
