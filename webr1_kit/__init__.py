@@ -23,7 +23,7 @@ _EXPORTS = {
     "run": "aio",
     "Browser": "browser",
     "BrowserEnv": "browser",
-    "InfraError": "browser",
+    "InfraError": "errors",
     "Observation": "observation",
     "Action": "actions",
     "ActionError": "actions",
