@@ -162,107 +162,19 @@ class Generator:
         self._static_cache = None
 
     def generate_batch(self, prompts: list[list[int]], seeds: list[int]) -> list[Completion]:
-        """Decode a batch synchronously: identical prompts prefilled once, the shared prompt
-        prefix computed once, the rest left-padded, one KV cache, per-row seeded sampling,
-        finished rows dropped."""
-        import copy
-
+        """Decode a batch synchronously: `_prefill` the prompts into one KV cache, then
+        `_decode` with per-row seeded sampling, dropping finished rows."""
         import torch
 
         t0 = time.perf_counter()
-        cfg, model = self.cfg, self.model
-        device = next(model.parameters()).device
-        n = len(prompts)
-        cache_kw = _cache_kwarg(model)
-        # Prefill needs the logits of the last position only: computing all of them costs a
-        # (tokens x vocab) matrix, about a fifth of a small model's prefill.
-        last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+        model = self.model
         gens = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
-        out_ids: list[list[int]] = [[] for _ in range(n)]
-        out_lp: list[list[float]] = [[] for _ in range(n)]
-        finish = ["length"] * n
         was_training = model.training
         model.eval()
         try:
             with torch.inference_mode(), compute_context(model):
-                # 0. Identical prompts (a GRPO group's first turn) are prefilled once; their
-                #    rows are copied after the prefill.
-                first_of: dict[tuple[int, ...], int] = {}
-                row_of = [first_of.setdefault(tuple(p), len(first_of)) for p in prompts]
-                uniq = [list(p) for p in first_of]
-                m = len(uniq)
-                # 1. The prefix every prompt shares (the system prompt) is computed once (and
-                #    the static system prompt once per weights), then repeated along the batch.
-                shared = _common_prefix(uniq)
-                cache, start = None, 0
-                static = getattr(self, "_static", ())
-                if static and shared >= len(static) and tuple(uniq[0][: len(static)]) == static:
-                    if self._static_cache is None:
-                        out = model(input_ids=torch.tensor([list(static)], device=device), use_cache=True, **last)
-                        self._static_cache = _cache_of(out)
-                    cache, start = copy.deepcopy(self._static_cache), len(static)
-                if shared - start >= 16 or cache is not None:
-                    if shared > start:
-                        chunk = torch.tensor([uniq[0][start:shared]], device=device)
-                        pos = torch.arange(start, shared, device=device).unsqueeze(0)
-                        kw = {cache_kw: cache} if cache is not None else {}
-                        cache = _cache_of(model(input_ids=chunk, position_ids=pos, use_cache=True, **kw, **last))
-                    if m > 1:
-                        cache.batch_repeat_interleave(m)
-                else:
-                    shared, cache = 0, None
-                # 2. The rest of each prompt, left-padded after the shared prefix (the pads
-                #    are masked out and the positions skip them, so each row sees exactly its prompt).
-                rest = [p[shared:] for p in uniq]
-                width = max(len(r) for r in rest)
-                input_ids = torch.full((m, width), self.pad_id, dtype=torch.long)
-                rest_mask = torch.zeros((m, width), dtype=torch.long)
-                for i, r in enumerate(rest):
-                    input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-                    rest_mask[i, width - len(r):] = 1
-                mask = torch.cat([torch.ones((m, shared), dtype=torch.long), rest_mask], dim=1).to(device)
-                positions = (shared + rest_mask.cumsum(-1) - 1).clamp(min=0).to(device)
-                kw = {cache_kw: cache} if cache is not None else {}
-                out = model(input_ids=input_ids.to(device), attention_mask=mask, position_ids=positions,
-                            use_cache=True, **kw, **last)
-                cache, logits = _cache_of(out), out.logits[:, -1, :]
-                positions = positions[:, -1:]
-                if m < n:
-                    idx = torch.tensor(row_of, device=device)
-                    cache.batch_select_indices(idx)
-                    logits, mask, positions = logits[idx], mask[idx], positions[idx]
-                # Decoding is memory-bound: under CPU autocast every step would re-cast all the
-                # weights to bfloat16 (slower than float32 decoding, measured), so only the
-                # compute-bound prefill runs in bfloat16 and the cache turns float32 here.
-                decode_dtype = torch.float32 if _autocast_on() else None
-                if not _preallocate(cache, cfg.max_new_tokens, decode_dtype):
-                    decode_dtype = None  # a cache kind that cannot convert: decode under autocast
-                active = list(range(n))  # batch row k decodes request active[k]
-                may_stop = self._may_stop_ids()
-                for _ in range(cfg.max_new_tokens):
-                    toks, lps = self._sample_rows(logits, [gens[i] for i in active])
-                    keep, step = [], []
-                    for k, (i, tok, lp) in enumerate(zip(active, toks, lps)):
-                        out_ids[i].append(tok)
-                        out_lp[i].append(lp)
-                        if tok in self.end_ids or (tok in may_stop and self._hit_stop(out_ids[i])):
-                            finish[i] = "stop"
-                        else:
-                            keep.append(k)
-                            step.append(tok)
-                    if not keep:
-                        break
-                    if len(keep) < len(active):  # drop finished rows from the cache and the batch
-                        idx = torch.tensor(keep, device=device)
-                        cache.batch_select_indices(idx)
-                        mask, positions = mask[idx], positions[idx]
-                        active = [active[k] for k in keep]
-                    mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long, device=device)], dim=1)
-                    positions = positions + 1
-                    with _no_autocast(decode_dtype):
-                        out = model(input_ids=torch.tensor(step, device=device).unsqueeze(1), attention_mask=mask,
-                                    position_ids=positions, use_cache=True, **{cache_kw: cache})
-                    cache, logits = _cache_of(out), out.logits[:, -1, :]
+                state = self._prefill(prompts)
+                out_ids, out_lp, finish = self._decode(*state, gens)
         finally:
             model.train(was_training)
             trim_memory()
@@ -271,10 +183,118 @@ class Generator:
             for ids, lps, fin in zip(out_ids, out_lp, finish)
         ]
         self.stats["batches"] += 1
-        self.stats["requests"] += n
+        self.stats["requests"] += len(prompts)
         self.stats["new_tokens"] += sum(len(i) for i in out_ids)
         self.stats["seconds"] += time.perf_counter() - t0
         return results
+
+    def _prefill(self, prompts: list[list[int]]) -> tuple[Any, Any, Any, Any]:
+        """The prompts' KV cache and next-token logits, one row per prompt, with the
+        attention mask and the last position of each row: (cache, logits, mask, positions).
+
+        Identical prompts (a GRPO group's first turn) are computed once and their rows
+        copied; the prefix all prompts share (the system prompt) is computed once, from a
+        cache of the static system prompt kept per weights, then repeated along the batch;
+        the rest of each prompt is left-padded after it, the pads masked out and skipped
+        by the positions, so each row sees exactly its prompt."""
+        import copy
+
+        import torch
+
+        model = self.model
+        device = next(model.parameters()).device
+        cache_kw = _cache_kwarg(model)
+        # Prefill needs the logits of the last position only: computing all of them costs a
+        # (tokens x vocab) matrix, about a fifth of a small model's prefill.
+        last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+        first_of: dict[tuple[int, ...], int] = {}
+        row_of = [first_of.setdefault(tuple(p), len(first_of)) for p in prompts]
+        uniq = [list(p) for p in first_of]
+        m = len(uniq)
+        shared = _common_prefix(uniq)
+        cache, start = None, 0
+        static = getattr(self, "_static", ())
+        if static and shared >= len(static) and tuple(uniq[0][: len(static)]) == static:
+            if self._static_cache is None:
+                out = model(input_ids=torch.tensor([list(static)], device=device), use_cache=True, **last)
+                self._static_cache = _cache_of(out)
+            cache, start = copy.deepcopy(self._static_cache), len(static)
+        if shared - start >= 16 or cache is not None:
+            if shared > start:
+                chunk = torch.tensor([uniq[0][start:shared]], device=device)
+                pos = torch.arange(start, shared, device=device).unsqueeze(0)
+                kw = {cache_kw: cache} if cache is not None else {}
+                cache = _cache_of(model(input_ids=chunk, position_ids=pos, use_cache=True, **kw, **last))
+            if m > 1:
+                cache.batch_repeat_interleave(m)
+        else:
+            shared, cache = 0, None
+        rest = [p[shared:] for p in uniq]
+        width = max(len(r) for r in rest)
+        input_ids = torch.full((m, width), self.pad_id, dtype=torch.long)
+        rest_mask = torch.zeros((m, width), dtype=torch.long)
+        for i, r in enumerate(rest):
+            input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+            rest_mask[i, width - len(r):] = 1
+        mask = torch.cat([torch.ones((m, shared), dtype=torch.long), rest_mask], dim=1).to(device)
+        positions = (shared + rest_mask.cumsum(-1) - 1).clamp(min=0).to(device)
+        kw = {cache_kw: cache} if cache is not None else {}
+        out = model(input_ids=input_ids.to(device), attention_mask=mask, position_ids=positions,
+                    use_cache=True, **kw, **last)
+        cache, logits = _cache_of(out), out.logits[:, -1, :]
+        positions = positions[:, -1:]
+        if m < len(prompts):
+            idx = torch.tensor(row_of, device=device)
+            cache.batch_select_indices(idx)
+            logits, mask, positions = logits[idx], mask[idx], positions[idx]
+        return cache, logits, mask, positions
+
+    def _decode(self, cache: Any, logits: Any, mask: Any, positions: Any,
+                gens: list[Any]) -> tuple[list[list[int]], list[list[float]], list[str]]:
+        """Sample up to max_new_tokens per row from the prefilled state; a row leaves the
+        batch (and the cache) when it ends on an end token or a stop string. Returns each
+        row's token ids, their log-probabilities and why it finished ("stop" or "length")."""
+        import torch
+
+        n = len(gens)
+        device = logits.device
+        cache_kw = _cache_kwarg(self.model)
+        out_ids: list[list[int]] = [[] for _ in range(n)]
+        out_lp: list[list[float]] = [[] for _ in range(n)]
+        finish = ["length"] * n
+        # Decoding is memory-bound: under CPU autocast every step would re-cast all the
+        # weights to bfloat16 (slower than float32 decoding, measured), so only the
+        # compute-bound prefill runs in bfloat16 and the cache turns float32 here.
+        decode_dtype = torch.float32 if _autocast_on() else None
+        if not _preallocate(cache, self.cfg.max_new_tokens, decode_dtype):
+            decode_dtype = None  # a cache kind that cannot convert: decode under autocast
+        active = list(range(n))  # batch row k decodes request active[k]
+        may_stop = self._may_stop_ids()
+        for _ in range(self.cfg.max_new_tokens):
+            toks, lps = self._sample_rows(logits, [gens[i] for i in active])
+            keep, step = [], []
+            for k, (i, tok, lp) in enumerate(zip(active, toks, lps)):
+                out_ids[i].append(tok)
+                out_lp[i].append(lp)
+                if tok in self.end_ids or (tok in may_stop and self._hit_stop(out_ids[i])):
+                    finish[i] = "stop"
+                else:
+                    keep.append(k)
+                    step.append(tok)
+            if not keep:
+                break
+            if len(keep) < len(active):  # drop finished rows from the cache and the batch
+                idx = torch.tensor(keep, device=device)
+                cache.batch_select_indices(idx)
+                mask, positions = mask[idx], positions[idx]
+                active = [active[k] for k in keep]
+            mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long, device=device)], dim=1)
+            positions = positions + 1
+            with _no_autocast(decode_dtype):
+                out = self.model(input_ids=torch.tensor(step, device=device).unsqueeze(1), attention_mask=mask,
+                                 position_ids=positions, use_cache=True, **{cache_kw: cache})
+            cache, logits = _cache_of(out), out.logits[:, -1, :]
+        return out_ids, out_lp, finish
 
     def _sample_rows(self, logits: Any, gens: list[Any]) -> tuple[list[int], list[float]]:
         """One token per row, and its log-probability under the tempered distribution it
