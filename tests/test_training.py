@@ -52,6 +52,14 @@ def perturb_lora_b(model, scale=0.02):
                 p.normal_(0, scale)
 
 
+def test_the_llm_policy_is_a_trainable_policy_and_a_scripted_one_is_not(tokenizer):
+    from webr1_kit.experts import Expert
+    from webr1_kit.rollout import TrainablePolicy
+
+    assert isinstance(make_policy(tokenizer), TrainablePolicy)
+    assert not isinstance(Expert(), TrainablePolicy)
+
+
 # ---------------------------------------------------------------- advantages and batches
 
 

@@ -20,7 +20,7 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from .browser import Browser, BrowserEnv
 from .config import EnvConfig
@@ -42,6 +42,45 @@ class Policy(Protocol):
     the observation and the history. `seed` is the episode's sampling seed."""
 
     async def act(self, task: Task, intent: str, observation: Observation, history: list[Turn], seed: int = 0) -> Any: ...
+
+
+@runtime_checkable
+class TrainablePolicy(Policy, Protocol):
+    """What BC and M-GRPO need of a policy besides `act`: the model and tokenizer that
+    score the recorded tokens, the configs a run directory records, the adapter it trains
+    and saves, the frozen KL reference, and the generator whose caches go stale when the
+    weights change. `policy.LLMPolicy` is the implementation; docs/ARCHITECTURE.md lists
+    which trainer uses which member."""
+
+    model: Any
+    """The torch module, with trainable LoRA parameters."""
+    tokenizer: Any
+    config: Any
+    """policy.PolicyConfig (written to config.json)."""
+    prompt: Any
+    """config.PromptConfig."""
+    sampling: Any
+    """config.SamplingConfig: its temperature is the T every log-probability is taken at."""
+    generator: Any
+    """Its `invalidate_cache()` is called whenever the weights change."""
+
+    @property
+    def has_adapter(self) -> bool: ...
+
+    def save_adapter(self, path: Any) -> Any: ...
+
+    def load_adapter(self, path: Any) -> None: ...
+
+    def freeze_reference(self, path: Any) -> None: ...
+
+    def reference(self) -> Any:
+        """Context manager: the model with the frozen reference adapter active."""
+
+    def adapter_off(self) -> Any:
+        """Context manager: the base model without any adapter."""
+
+    def evaluating(self, temperature: float = 0.0) -> Any:
+        """Context manager: greedy (or `temperature`) lockstep batches, for evaluation."""
 
 
 async def run_episode(
