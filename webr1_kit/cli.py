@@ -321,7 +321,7 @@ def _rl(args: argparse.Namespace) -> int:
     from .aio import run
     from .config import EnvConfig, GRPOConfig
     from .grpo import train_grpo
-    from .training import RunDir
+    from .rundir import RunDir
 
     cfg = _load_run_config(args.config)
     out = Path(args.out)

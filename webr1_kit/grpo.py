@@ -69,8 +69,8 @@ from .config import EnvConfig, GRPOConfig, to_dict
 from .seeds import derive_seed
 from .tasks.task import Task
 from .trajectory import Packed, Trajectory, TrajectoryGroup, pack, write_jsonl
-from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
-                       save_checkpoint, token_logprobs, trim_memory)
+from .rundir import RunDir, load_checkpoint, save_checkpoint
+from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs, trim_memory
 
 
 def group_advantages(rewards: Sequence[float], eps: float = 1e-4) -> list[float]:

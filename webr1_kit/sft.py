@@ -24,8 +24,8 @@ from .config import PromptConfig, SFTConfig, to_dict
 from .observation import Observation
 from .prompt import build_prompt, strip_think
 from .trajectory import Packed, Trajectory
-from .training import (RunDir, apply_think_mask, load_checkpoint, lr_at, make_optimizer, micro_batches,
-                       save_checkpoint, token_logprobs, trim_memory)
+from .rundir import RunDir, load_checkpoint, save_checkpoint
+from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs, trim_memory
 
 
 def examples(policy: Any, demos: Iterable[Trajectory], prompt: PromptConfig | None = None,

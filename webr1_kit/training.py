@@ -1,22 +1,10 @@
 """What behaviour cloning and M-GRPO share: scoring tokens, micro-batches by token
-budget, masking the <think> span, checkpoints that resume exactly, and the run directory.
-
-A run directory holds everything needed to inspect, replay and resume a run:
-
-    config.json          the resolved configs
-    metrics.jsonl        one JSON object per step (and per evaluation)
-    trajectories/        rollouts (JSONL per step) and evaluations
-    checkpoints/step-N/  adapter, optimizer state, step and RNG states
-"""
+budget, masking the <think> span, the optimizer and the learning-rate schedule (their run
+directories and checkpoints are in rundir.py)."""
 
 from __future__ import annotations
 
-import json
-import random
 import sys
-import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 from .trajectory import Packed
@@ -227,73 +215,3 @@ def lr_at(step: int, total: int, base: float, warmup: int, schedule: str) -> flo
         return base
     progress = (step - warmup) / max(1, total - warmup)
     return base * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-# ---------------------------------------------------------------- run directory and checkpoints
-
-
-@dataclass
-class RunDir:
-    """The files of one training run."""
-
-    path: Path
-
-    def __post_init__(self) -> None:
-        self.path = Path(self.path)
-        (self.path / "checkpoints").mkdir(parents=True, exist_ok=True)
-        (self.path / "trajectories").mkdir(parents=True, exist_ok=True)
-
-    def write_config(self, configs: dict[str, Any]) -> None:
-        (self.path / "config.json").write_text(json.dumps(configs, indent=1, default=str))
-
-    def log(self, row: dict[str, Any]) -> None:
-        with (self.path / "metrics.jsonl").open("a", encoding="utf-8") as f:
-            f.write(json.dumps(row, default=float) + "\n")
-
-    def metrics(self) -> list[dict[str, Any]]:
-        p = self.path / "metrics.jsonl"
-        if not p.is_file():
-            return []
-        rows = []
-        for line in p.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a run killed mid-write: keep what is whole
-                continue
-        return rows
-
-    def latest_checkpoint(self) -> Path | None:
-        steps = sorted((p for p in (self.path / "checkpoints").glob("step-*") if (p / "state.json").is_file()),
-                       key=lambda p: int(p.name.split("-")[1]))
-        return steps[-1] if steps else None
-
-
-def save_checkpoint(path: Path, policy: Any, optimizer: Any, state: dict[str, Any]) -> Path:
-    """Adapter, optimizer state, step counters and RNG states, written atomically."""
-    import torch
-
-    tmp = path.with_name(path.name + ".partial")
-    tmp.mkdir(parents=True, exist_ok=True)
-    policy.save_adapter(tmp / "adapter")
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    rng = {"python": random.getstate(), "torch": torch.get_rng_state()}
-    torch.save(rng, tmp / "rng.pt")
-    (tmp / "state.json").write_text(json.dumps({**state, "saved": time.time()}, indent=1))
-    if path.exists():
-        import shutil
-
-        shutil.rmtree(path)
-    tmp.rename(path)
-    return path
-
-
-def load_checkpoint(path: Path, policy: Any, optimizer: Any) -> dict[str, Any]:
-    """Restore what `save_checkpoint` wrote; returns the saved state dict."""
-    import torch
-
-    policy.load_adapter(path / "adapter")
-    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=False))
-    rng = torch.load(path / "rng.pt", weights_only=False)
-    random.setstate(rng["python"])
-    torch.set_rng_state(rng["torch"])
-    return json.loads((path / "state.json").read_text())
