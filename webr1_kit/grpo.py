@@ -63,14 +63,17 @@ import random
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import EnvConfig, GRPOConfig, to_dict
+from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
-from .trajectory import Packed, Trajectory, TrajectoryGroup, pack, write_jsonl
-from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs, trim_memory
+from .trajectory import Packed, Trajectory, TrajectoryGroup, pack, write_jsonl
+
+if TYPE_CHECKING:
+    from .rollout import TrainablePolicy
 
 
 def group_advantages(rewards: Sequence[float], eps: float = 1e-4) -> list[float]:
@@ -191,7 +194,7 @@ def grpo_loss(logp: Any, old_logp: Any, ref_logp: Any | None, adv: Any, weight: 
     return loss, stats
 
 
-def update(policy: Any, batch: Batch, cfg: GRPOConfig, optimizer: Any, temperature: float = 1.0) -> dict[str, float]:
+def update(policy: TrainablePolicy, batch: Batch, cfg: GRPOConfig, optimizer: Any, temperature: float = 1.0) -> dict[str, float]:
     """`cfg.updates_per_batch` optimizer steps on one batch of rollouts sampled at `temperature`."""
     import torch
 
@@ -356,7 +359,7 @@ class TaskTally:
         return cls(float(d["memory"]), dict(d["successes"]), dict(d["failures"]))
 
 
-async def evaluate_policy(policy: Any, tasks: list[Task], max_turns: int, concurrency: int, seed: int,
+async def evaluate_policy(policy: TrainablePolicy, tasks: list[Task], max_turns: int, concurrency: int, seed: int,
                           browser: Any = None, config: EnvConfig | None = None) -> Any:
     """Greedy evaluation episodes (one per task); returns rollout.EvalResult."""
     from .rollout import run_episodes
@@ -366,7 +369,7 @@ async def evaluate_policy(policy: Any, tasks: list[Task], max_turns: int, concur
                                   seed=seed, browser=browser, config=config)
 
 
-async def train_grpo(policy: Any, train_tasks: list[Task], cfg: GRPOConfig | None = None,
+async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPOConfig | None = None,
                      eval_tasks: list[Task] | None = None, out: str | Path | None = None,
                      env_config: EnvConfig | None = None, resume: bool = True, progress: bool = True) -> GRPORun:
     """Alternate grouped rollouts and M-GRPO updates for `cfg.steps` steps.

@@ -18,17 +18,20 @@ import random
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .config import PromptConfig, SFTConfig, to_dict
 from .observation import Observation
 from .prompt import build_prompt, strip_think
-from .trajectory import Packed, Trajectory
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs, trim_memory
+from .trajectory import Packed, Trajectory
+
+if TYPE_CHECKING:
+    from .rollout import TrainablePolicy
 
 
-def examples(policy: Any, demos: Iterable[Trajectory], prompt: PromptConfig | None = None,
+def examples(policy: TrainablePolicy, demos: Iterable[Trajectory], prompt: PromptConfig | None = None,
              train_think: bool = True) -> list[Packed]:
     """One training example per demonstration turn: prompt ids (masked) + response ids (trained).
 
@@ -51,7 +54,7 @@ def examples(policy: Any, demos: Iterable[Trajectory], prompt: PromptConfig | No
     return out
 
 
-def train_sft(policy: Any, demos: list[Trajectory], cfg: SFTConfig | None = None, out: str | Path | None = None,
+def train_sft(policy: TrainablePolicy, demos: list[Trajectory], cfg: SFTConfig | None = None, out: str | Path | None = None,
               progress: bool = True) -> dict[str, Any]:
     """Behaviour-clone `demos` into `policy`'s adapter. Returns the last metrics row.
 
