@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from webr1_kit.conformance import CHECKS, check_tasks
 from webr1_kit.tasks import Task, Verdict, load_tasks
 from webr1_kit.tasks import _suites as suites
 from webr1_kit.tasks.suite import Suite
 
 
+@pytest.mark.slow
 async def test_miniwob_and_the_arena_keep_the_contract(browser):
     miniwob = load_tasks("miniwob", names=["click-button", "enter-text", "click-tab", "login-user"])
     one_per_site = {tuple(t.sites): t for t in reversed(load_tasks("arena", split="train"))}

@@ -31,6 +31,13 @@ def make_policy(tokenizer, seed=0, r=4):
                      prompt=PromptConfig(max_prompt_tokens=2048), sampling=SamplingConfig(max_new_tokens=8))
 
 
+def save_tiny_model(tokenizer, path):
+    """The tiny random model as a local model folder, for configs that name a model."""
+    make_policy(tokenizer).model.get_base_model().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 def demo(k: int) -> Trajectory:
     obs = Observation(url=f"http://shop/{k}", title="t", content=f'<button id="{k}" data-text="Buy">').to_dict()
     return Trajectory(task_id=f"t{k}", intent=f"Buy item {k}", seed=0, reward=1.0, status="done", turns=[
@@ -387,10 +394,7 @@ def test_sft_resumes_to_the_same_next_step(tokenizer, tmp_path):
 def test_webr1_rl_runs_a_smoke_config_and_resumes(tokenizer, tmp_path, capsys):
     from webr1_kit.cli import main
 
-    model_dir = tmp_path / "tiny"
-    policy = make_policy(tokenizer)
-    policy.model.get_base_model().save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    model_dir = save_tiny_model(tokenizer, tmp_path / "tiny")
     config = {
         "policy": {"model": str(model_dir), "lora": {"r": 4, "alpha": 8}},
         "prompt": {"max_prompt_tokens": 2048},
@@ -431,13 +435,11 @@ def test_webr1_rl_runs_a_smoke_config_and_resumes(tokenizer, tmp_path, capsys):
     assert len(rerolled) == 8  # four replaced groups of two, kept for inspection
 
 
+@pytest.mark.slow
 def test_informative_drawing_counts_every_step_and_resumes_its_tally(tokenizer, tmp_path, capsys):
     from webr1_kit.cli import main
 
-    model_dir = tmp_path / "tiny"
-    policy = make_policy(tokenizer)
-    policy.model.get_base_model().save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    model_dir = save_tiny_model(tokenizer, tmp_path / "tiny")
     config = {
         "policy": {"model": str(model_dir), "lora": {"r": 4, "alpha": 8}},
         "prompt": {"max_prompt_tokens": 2048},
