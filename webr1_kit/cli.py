@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +67,7 @@ def _make_policy(name: str, seed: int, args: argparse.Namespace | None = None) -
                               max_new_tokens=getattr(args, "max_new_tokens", 256) or 256)
     prompt = PromptConfig(think=not getattr(args, "no_think", False))
     print(f"loading model {name}" + (f" with adapter {adapter}" if adapter else ""), file=sys.stderr)
-    policy = load_policy(name, lora=None, adapter=adapter, prompt=prompt, sampling=sampling, seed=seed)
-    policy.generator.lockstep = True  # an evaluation: the same weights and seeds give the same episodes
-    return policy
+    return load_policy(name, lora=None, adapter=adapter, prompt=prompt, sampling=sampling, seed=seed)
 
 
 def _select_tasks(args: argparse.Namespace) -> list:
@@ -147,13 +146,17 @@ def _eval(args: argparse.Namespace) -> int:
         for warning in preflight(tasks):  # raises InfraError when a site the tasks need is down
             print(f"webr1: warning: {warning}", file=sys.stderr)
     policy = _make_policy(args.policy, args.seed, args)
-    result = run(
-        run_episodes(
-            policy, tasks, episodes=args.episodes, concurrency=args.concurrency, max_turns=args.max_turns,
-            seed=args.seed, config=cfg, progress=not args.quiet, max_invalid=args.max_invalid or None,
-            samples_per_page=args.samples_per_page,
+    # A model policy evaluates as the pipeline does (lockstep batches: the same weights and
+    # seeds give the same episodes); scripted ones have nothing to set.
+    evaluating = policy.evaluating(args.temperature or 0.0) if hasattr(policy, "evaluating") else nullcontext()
+    with evaluating:
+        result = run(
+            run_episodes(
+                policy, tasks, episodes=args.episodes, concurrency=args.concurrency, max_turns=args.max_turns,
+                seed=args.seed, config=cfg, progress=not args.quiet, max_invalid=args.max_invalid or None,
+                samples_per_page=args.samples_per_page,
+            )
         )
-    )
     metrics = {"suite": args.suite, "split": args.split or _default_split(args.suite), "policy": args.policy,
                "seed": args.seed, "temperature": args.temperature, "samples_per_page": args.samples_per_page,
                **result.metrics}
