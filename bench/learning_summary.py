@@ -60,8 +60,8 @@ def curve(out: Path, window: int) -> list[str]:
     if not train:
         return ["(no M-GRPO steps logged)"]
     lines = ["| step | first-draw success | moving average | trained groups' success | invalid actions | cut off "
-             "| equal-reward groups | tokens trained | KL | lr | rollout s | update s |",
-             "|---" * 12 + "|"]
+             "| equal-reward groups | infra failures | tokens trained | KL | lr | rollout s | update s |",
+             "|---" * 13 + "|"]
     firsts = []
     for r in train:
         first = r.get("first_draw_success", r.get("success_rate"))
@@ -71,7 +71,7 @@ def curve(out: Path, window: int) -> list[str]:
         eq = r.get("equal_reward_frac")
         lines.append(f"| {r['step']} | {pct(first)} | {avg:.3f} | {pct(r.get('success_rate'))} "
                      f"| {100 * r.get('invalid_action_rate', 0):.0f}% | {r.get('truncated_responses', '–')} "
-                     f"| {'–' if eq is None else f'{eq:.2f}'} | {r.get('tokens_trained', 0)} | {r.get('kl', 0):.4f} "
+                     f"| {'–' if eq is None else f'{eq:.2f}'} | {r.get('infra_failures', 0)} | {r.get('tokens_trained', 0)} | {r.get('kl', 0):.4f} "
                      f"| {r.get('lr', 0):.1e} | {r.get('rollout_s', 0):.0f} | {r.get('update_s', 0):.0f} |")
     return lines
 

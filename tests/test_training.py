@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig
-from webr1_kit.grpo import (TaskTally, build_batch, draw_tasks, group_advantages, grpo_loss, reroll_equal_groups,
-                            update)
+from webr1_kit.grpo import (TaskTally, build_batch, draw_tasks, group_advantages, grpo_loss, infra_warning,
+                            reroll_equal_groups, update)
 from webr1_kit.observation import Observation
 from webr1_kit.policy import LLMPolicy, attach_lora, build_tiny_model, embedded_path
 from webr1_kit.sft import examples, train_sft
@@ -152,6 +152,17 @@ def test_dynamic_sampling_replaces_only_equal_reward_groups_and_returns_them():
     assert [g.task_id for g in kept] == ["mixed", "r0-1", "r1-0"]
     assert [g.task_id for g in replaced] == ["flat0", "flat1", "r0-0"]
     assert asyncio.run(reroll_equal_groups([flat0], rerun, 0)) == ([flat0], [])  # off: nothing replaced
+
+
+def test_a_step_mostly_lost_to_infrastructure_failures_says_so():
+    def failed(i):
+        return Trajectory("miniwob/x", "i", i, status="infra_failure", infra_error="start page failed to load: Timeout")
+
+    ok = rl_traj([1], [2], 1.0)
+    assert infra_warning(3, [TrajectoryGroup("a", [ok, failed(1)])]) is None  # half is not more than half
+    msg = infra_warning(3, [TrajectoryGroup("a", [ok, failed(1)]), TrajectoryGroup("b", [failed(2), failed(3)])])
+    assert msg is not None and "step 3: 3 of 4 episodes" in msg and "Timeout" in msg and "learned from 1 episodes" in msg
+    assert infra_warning(1, []) is None
 
 
 def test_paper_normalisation_weights_turns_trajectories_and_groups():

@@ -15,3 +15,7 @@ class InfraError(RuntimeError):
 
 class BrowserNotFound(InfraError):
     """No Chromium to launch: the message says where the kit looked and how to install one."""
+
+
+class InfraWarning(UserWarning):
+    """Many episodes of a step failed for infrastructure reasons: the step learned from few."""

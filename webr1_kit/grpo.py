@@ -25,7 +25,8 @@ Departures from the paper (read these before comparing numbers):
    update (only the tiny KL term would act on them); their share is logged, and
    `dynamic_sampling` replaces them with fresh tasks (the replaced groups are counted as
    `rerolled_groups` and kept in trajectories/rerolled-step-N.jsonl).
-4. Episodes that failed for infrastructure reasons are dropped from their group.
+4. Episodes that failed for infrastructure reasons are dropped from their group; a step
+   where more than half failed so says (`InfraWarning`) and logs `infra_failures`.
 5. An episode that never calls exit gets its evaluator's verdict; the release's
    reward-1 loophole on "N/A" tasks is closed (see tasks/evaluators.py).
 6. π_old is the rollout's own log-probability of each sampled token (recorded by the
@@ -61,11 +62,13 @@ import asyncio
 import math
 import random
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import EnvConfig, GRPOConfig, to_dict
+from .errors import InfraWarning
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
@@ -282,6 +285,21 @@ def _rollout_stats(groups: Sequence[TrajectoryGroup], cfg: GRPOConfig) -> dict[s
     }
 
 
+def infra_warning(step: int, groups: Sequence[TrajectoryGroup], threshold: float = 0.5) -> str | None:
+    """A message when more than `threshold` of a step's episodes failed for infrastructure
+    reasons, else None. Those episodes are left out of the update (departure 4), so such a
+    step trains on little or nothing while it still advances the schedule; the usual cause
+    on a small machine is CPU contention making page loads time out."""
+    trajs = [t for g in groups for t in g.trajectories]
+    failed = [t for t in trajs if t.status == "infra_failure"]
+    if not trajs or len(failed) <= threshold * len(trajs):
+        return None
+    return (f"M-GRPO step {step}: {len(failed)} of {len(trajs)} episodes failed for infrastructure reasons "
+            f"(first: {failed[0].infra_error or 'no message'}); they are left out of the update, so the step "
+            f"learned from {len(trajs) - len(failed)} episodes. Page loads time out on an overloaded machine: "
+            "stop other jobs or lower grpo.concurrency.")
+
+
 def draw_tasks(rng: random.Random, tasks: list[Task], k: int, weights: Sequence[float] | None = None) -> list[Task]:
     """k tasks for one step's groups: without repeats while there are enough tasks, then
     whole fresh passes. A repeated task still gets its own page seed per group (see
@@ -446,6 +464,8 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
             # What the policy does before any re-roll: dynamic sampling keeps mixed groups,
             # whose success sits near 0.5 by construction, so only this draw shows learning.
             first = _rollout_stats(groups, cfg)
+            if (alarm := infra_warning(step + 1, groups)) is not None:
+                warnings.warn(alarm, InfraWarning, stacklevel=2)
 
             async def rerun(n: int, extra: int) -> list[TrajectoryGroup]:  # called within this step only
                 return await rollout(policy, draw_tasks(rng, train_tasks, n, weights), group_size=cfg.group_size,
