@@ -338,6 +338,47 @@ def test_one_update_changes_every_lora_parameter_and_no_base_parameter(tokenizer
         assert changed == ("lora_" in n), n
 
 
+def test_the_replay_term_adds_lambda_times_the_behaviour_cloning_gradient(tokenizer):
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model)
+    params = [p for p in policy.model.parameters() if p.requires_grad]
+    groups = [TrajectoryGroup("a", [rl_traj([1, 2, 3], [4, 5, 6], 1.0), rl_traj([1, 2, 3], [7, 8], 0.0)])]
+    cfg = GRPOConfig(beta=0.0, max_grad_norm=1e9)
+    batch = build_batch(groups, tokenizer, cfg)
+    replay = examples(policy, [demo(3)])
+
+    def grads(c, rep):  # lr 0: the weights stay put, the gradients are left on them
+        stats = update(policy, batch, c, make_optimizer(policy.model, 0.0, (0.9, 0.99)), replay=rep)
+        return [p.grad.clone() for p in params], stats
+
+    plain, stats = grads(cfg, ())
+    off, off_stats = grads(cfg, replay)
+    assert all(torch.equal(a, b) for a, b in zip(plain, off)) and "replay_nll" not in off_stats  # λ = 0: the paper's
+    mixed, stats = grads(replace(cfg, replay_coef=0.5), replay)
+    n = sum(sum(ex.loss_mask) for ex in replay)
+    logp, _ = token_logprobs(policy.model, replay)
+    nll = -logp.sum() / n
+    bc = torch.autograd.grad(nll, params)
+    assert stats["replay_nll"] == pytest.approx(float(nll.detach()), rel=1e-5)
+    for m, p0, b in zip(mixed, plain, bc):
+        assert torch.allclose(m, p0 + 0.5 * b, atol=1e-6)
+
+
+def test_the_replay_term_without_demonstrations_is_refused_before_anything_runs(tokenizer, tmp_path, capsys):
+    from webr1_kit.cli import main
+
+    config = {"policy": {"model": str(save_tiny_model(tokenizer, tmp_path / "tiny")), "lora": {"r": 4, "alpha": 8}},
+              "sampling": {"temperature": 0.7}, "grpo": {"steps": 1, "replay_coef": 0.5},
+              "tasks": {"suite": "miniwob", "names": ["click-button"]}}
+    (tmp_path / "rl.json").write_text(json.dumps(config))
+    assert main(["rl", "--config", str(tmp_path / "rl.json"), "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    assert "replay_coef is 0.5 but no successful demonstrations" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "trajectories").exists()
+    assert main(["rl", "--config", str(tmp_path / "rl.json"), "--out", str(tmp_path / "run"), "--quiet",
+                 "--demos", str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl does not exist" in capsys.readouterr().err
+
+
 def test_think_tokens_can_be_masked(tokenizer):
     ids = tokenizer.encode("<think>I will click.</think><answer>exit()</answer>", add_special_tokens=False)
     mask = think_mask(tokenizer, ids)

@@ -333,9 +333,17 @@ def _rl(args: argparse.Namespace) -> int:
     grpo_cfg = _section(cfg, "grpo", GRPOConfig)
     train = _task_selection(cfg.get("tasks"), "train", grpo_cfg.seed, "tasks")
     held_out = _task_selection(cfg.get("eval_tasks"), "test", grpo_cfg.seed, "eval_tasks") if "eval_tasks" in cfg else []
+    demos = None
+    if args.demos:
+        from .trajectory import read_jsonl
+
+        if not Path(args.demos).is_file():
+            raise ValueError(f"demonstrations file {args.demos} does not exist (webr1 experts record --out FILE makes one)")
+        demos = list(read_jsonl(args.demos))
     policy = _policy_from(cfg, cfg.get("init_adapter"))
     result = run(train_grpo(policy, train, grpo_cfg, eval_tasks=held_out, out=out,
-                            env_config=_section(cfg, "env", EnvConfig), resume=args.resume, progress=not args.quiet))
+                            env_config=_section(cfg, "env", EnvConfig), resume=args.resume, progress=not args.quiet,
+                            demos=demos))
     policy.save_adapter(out / "adapter")
     last = [m for m in result.metrics if m.get("phase") == "train"][-1:] or [{}]
     evals = [m for m in result.metrics if m.get("phase") == "eval"]
@@ -567,6 +575,8 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--config", help="JSON/YAML run config (defaults: the embedded model on the arena)")
     rl.add_argument("--out", required=True, help="run directory")
     rl.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    rl.add_argument("--demos", help="expert demonstrations (JSONL, as `webr1 experts record` writes) for the "
+                    "behaviour-cloning term that grpo.replay_coef > 0 adds to every update")
     rl.add_argument("--quiet", action="store_true", help="no progress bar")
     rl.set_defaults(func=_rl)
 

@@ -337,6 +337,18 @@ class GRPOConfig:
     """KL coefficient (the paper's), k3 estimator, to the policy RL starts from (the BC
     adapter when RL continues one, else the base model), frozen at the start of the run."""
 
+    replay_coef: float = 0.0
+    """Weight λ of a behaviour-cloning term added to every update: λ times the mean
+    negative log-likelihood of `replay_turns` turns of the expert demonstrations (the BC
+    data). 0 is the paper's pure M-GRPO. The update moves one shared adapter, so it also
+    moves the policy on tasks whose groups all got the same reward and train nothing; the
+    term holds the policy to the demonstrations there, as InstructGPT's PPO-ptx mixes
+    pre-training gradients into RL. Needs demonstrations (`train_grpo(demos=...)`,
+    `webr1 rl --demos`; `webr1 demo` passes its own)."""
+
+    replay_turns: int = 8
+    """Demonstration turns per update when replay_coef > 0, drawn afresh each step."""
+
     clip_eps: float = 0.2
     """PPO clip range of the importance ratio (the paper's)."""
 

@@ -54,6 +54,13 @@ Departures from the paper (read these before comparing numbers):
    groups are spent on tasks the policy always or never solves. The step's
    `first_draw_success` is then over tasks chosen for being uncertain, not over all tasks;
    held-out evaluation is the measure of the policy.
+12. Optional (GRPOConfig.replay_coef > 0; 0, the paper, is the default): every update
+   also lowers λ times the mean negative log-likelihood of a few expert demonstration
+   turns (`update(replay=...)`), as InstructGPT's PPO-ptx does with pre-training data.
+   The RL gradient moves one shared adapter, so it moves the policy on every task, and
+   the tasks whose groups all got the same reward have no advantage to hold their
+   behaviour in place; the demonstrations do. A step with no informative group still
+   makes no update at all, so the term never trains on its own.
 """
 
 from __future__ import annotations
@@ -197,14 +204,20 @@ def grpo_loss(logp: Any, old_logp: Any, ref_logp: Any | None, adv: Any, weight: 
     return loss, stats
 
 
-def update(policy: TrainablePolicy, batch: Batch, cfg: GRPOConfig, optimizer: Any, temperature: float = 1.0) -> dict[str, float]:
-    """`cfg.updates_per_batch` optimizer steps on one batch of rollouts sampled at `temperature`."""
+def update(policy: TrainablePolicy, batch: Batch, cfg: GRPOConfig, optimizer: Any, temperature: float = 1.0,
+           replay: Sequence[Packed] = ()) -> dict[str, float]:
+    """`cfg.updates_per_batch` optimizer steps on one batch of rollouts sampled at `temperature`.
+
+    replay: demonstration turns (`sft.examples`) whose mean negative log-likelihood, at
+    T = 1 as in behaviour cloning, joins the loss with weight `cfg.replay_coef` (departure 12)."""
     import torch
 
     model = policy.model
     n_tok = sum(len(a) for a in batch.advantages)
     stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0, "ratio": 0.0, "grad_norm": 0.0,
              "tokens_trained": n_tok}
+    replay = list(replay) if cfg.replay_coef else []
+    n_replay = sum(sum(ex.loss_mask) for ex in replay)
     if not batch.seqs:
         return stats
     model.eval()  # dropout off: ρ = 1 on the first update (see departure 6)
@@ -230,6 +243,14 @@ def update(policy: TrainablePolicy, batch: Batch, cfg: GRPOConfig, optimizer: An
             clip_sum += st["clipped"]
             ratio_sum += st["ratio_sum"]
             ent_sum += float(ent.sum())
+        replay_nll = 0.0
+        for idx in micro_batches(replay, cfg.micro_batch_tokens):
+            logp, _ = token_logprobs(model, [replay[i] for i in idx])
+            nll = -logp.sum() / n_replay
+            (cfg.replay_coef * nll).backward()
+            replay_nll += float(nll.detach())
+        if replay:
+            stats["replay_nll"] = replay_nll
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         optimizer.step()
         trim_memory()
@@ -389,8 +410,11 @@ async def evaluate_policy(policy: TrainablePolicy, tasks: list[Task], max_turns:
 
 async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPOConfig | None = None,
                      eval_tasks: list[Task] | None = None, out: str | Path | None = None,
-                     env_config: EnvConfig | None = None, resume: bool = True, progress: bool = True) -> GRPORun:
+                     env_config: EnvConfig | None = None, resume: bool = True, progress: bool = True,
+                     demos: Sequence[Trajectory] | None = None) -> GRPORun:
     """Alternate grouped rollouts and M-GRPO updates for `cfg.steps` steps.
+
+    demos: expert demonstrations for the behaviour-cloning term (`cfg.replay_coef`).
 
     Every step appends a metrics row to <out>/metrics.jsonl and its rollouts to
     <out>/trajectories/step-N.jsonl; held-out evaluations run before training and every
@@ -405,6 +429,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
         raise ValueError("no training tasks")
     if policy.config.lora is None and not policy.has_adapter:
         raise ValueError("the policy has no LoRA adapter to train; load it with lora=LoRA()")
+    replay_pool = _replay_pool(policy, demos, cfg)
     temperature = policy.sampling.temperature
     if temperature <= 0:
         raise ValueError(f"M-GRPO samples its groups: the sampling temperature must be above 0, got {temperature} "
@@ -489,7 +514,9 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
             t1 = time.perf_counter()
             batch = build_batch(groups, policy.tokenizer, cfg, policy.sampling.max_new_tokens)
             # in a worker thread, so the event loop stays free
-            stats = await asyncio.to_thread(update, policy, batch, cfg, optimizer, temperature)
+            replay = (random.Random(f"{cfg.seed}/replay/{step}").sample(replay_pool, min(cfg.replay_turns, len(replay_pool)))
+                      if replay_pool else [])
+            stats = await asyncio.to_thread(update, policy, batch, cfg, optimizer, temperature, replay)
             row = {"phase": "train", "step": step + 1, "first_draw_success": first["success_rate"],
                    "first_draw_reward": first["reward_mean"], "first_draw_episodes": first["episodes"],
                    "drawn_tasks": [t.task_id for t in tasks],
@@ -511,6 +538,22 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
     if bar is not None:
         bar.close()
     return GRPORun(run.path, run.metrics(), groups)
+
+
+def _replay_pool(policy: TrainablePolicy, demos: Sequence[Trajectory] | None, cfg: GRPOConfig) -> list[Packed]:
+    """The demonstration turns the behaviour-cloning term draws from (none when it is off)."""
+    from .sft import examples
+
+    if not cfg.replay_coef:
+        return []
+    if cfg.replay_coef < 0 or cfg.replay_turns < 1:
+        raise ValueError(f"grpo.replay_coef must be >= 0 and grpo.replay_turns >= 1, got {cfg.replay_coef} and "
+                         f"{cfg.replay_turns}")
+    good = [t for t in demos or [] if t.success]
+    if not good:
+        raise ValueError(f"grpo.replay_coef is {cfg.replay_coef} but no successful demonstrations were given: pass "
+                         "train_grpo(demos=...) or `webr1 rl --demos FILE`, or set replay_coef to 0")
+    return examples(policy, good, train_think=cfg.train_think)
 
 
 def _bar(total: int, done: int) -> Any:

@@ -344,7 +344,14 @@ class Pipeline:
         g = self.cfg.grpo
         self.say(f"M-GRPO: {g.steps} steps x {g.tasks_per_step} tasks x group of {g.group_size}")
         t0 = time.perf_counter()
-        run = await train_grpo(policy, tasks, g, out=self.out / "rl", env_config=self.cfg.env, progress=self.progress)
+        demos = None
+        if g.replay_coef:  # the behaviour-cloning term replays the demonstrations (recorded here if need be)
+            from .trajectory import read_jsonl
+
+            await self.demonstrations()
+            demos = list(read_jsonl(self.out / "demos.jsonl"))
+        run = await train_grpo(policy, tasks, g, out=self.out / "rl", env_config=self.cfg.env, progress=self.progress,
+                               demos=demos)
         adapter = self.out / "rl" / "adapter"
         policy.save_adapter(adapter)
         train = [m for m in run.metrics if m.get("phase") == "train"]
