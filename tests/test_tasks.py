@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from webr1_kit.tasks import Task, TaskSchemaError, Verdict, load_task_file, load_tasks
+from webr1_kit.tasks import Task, TaskSchemaError, Verdict, load_task_file, load_tasks, select_tasks
 
 # WebArena's task 0 (config_files/0.json), as the release ships it.
 WEBARENA_STRING = {
@@ -405,3 +405,18 @@ def test_verdict():
     assert ok.success and not bad.success
     assert ok.to_dict() == {"reward": 1.0, "success": True, "checks": ok.checks}
     assert json.loads(json.dumps(bad.to_dict())) == {"reward": 0.0, "success": False, "checks": []}
+
+
+def test_select_tasks_samples_by_its_seed_and_refuses_an_empty_or_bad_selection():
+    whole = load_tasks("arena", split="test")
+    a = select_tasks("arena", split="test", limit=5, seed="0/eval")
+    assert len(a) == 5 and set(a) <= set(whole)
+    assert select_tasks("arena", split="test", limit=5, seed="0/eval") == a  # the same seed, the same tasks
+    assert select_tasks("arena", split="test", limit=5, seed="0/train") != a  # salts draw independently
+    assert select_tasks("arena", split="test", limit=10_000) == whole  # a limit above the size keeps all, in order
+    assert [t.task_id for t in select_tasks("miniwob", names=["focus-text", "click-button"])] == [
+        "miniwob/focus-text", "miniwob/click-button"]  # MiniWoB++ keeps the order asked for
+    with pytest.raises(ValueError, match="no arena tasks selected"):
+        select_tasks("arena", split="test", names=["no-such-template"])
+    with pytest.raises(ValueError, match="limit must be at least 1"):
+        select_tasks("arena", split="test", limit=0)

@@ -32,6 +32,7 @@ _EXPORTS = {
     "Task": "tasks",
     "Verdict": "tasks",
     "load_tasks": "tasks",
+    "select_tasks": "tasks",
     "Turn": "trajectory",
     "Trajectory": "trajectory",
     "run_episode": "rollout",

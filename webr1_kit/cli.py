@@ -71,20 +71,13 @@ def _make_policy(name: str, seed: int, args: argparse.Namespace | None = None) -
 
 
 def _select_tasks(args: argparse.Namespace) -> list:
-    """The tasks named by --suite, --split, --tasks and --limit (a seeded sample)."""
-    import random
-
-    from .tasks import load_tasks
+    """The tasks named by --suite, --split, --tasks and --limit (a sample seeded by --seed)."""
+    from .tasks import select_tasks
 
     wanted = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks else None
     kwargs = _webarena_sources(args) if args.suite in WEBARENA_SUITES else {}
-    tasks = load_tasks(args.suite, names=wanted, split=args.split or _default_split(args.suite), **kwargs)
-    if not tasks:
-        raise ValueError("no tasks selected")
-    if args.limit is not None and args.limit < len(tasks):
-        keep = set(random.Random(args.seed).sample(range(len(tasks)), args.limit))
-        tasks = [t for i, t in enumerate(tasks) if i in keep]
-    return tasks
+    return select_tasks(args.suite, split=args.split or _default_split(args.suite), names=wanted, limit=args.limit,
+                        seed=args.seed, **kwargs)
 
 
 WEBARENA_SUITES = ("webarena", "webarena-lite")
@@ -279,9 +272,7 @@ def _policy_from(cfg: dict[str, Any], adapter: str | None = None) -> Any:
 
 def _task_selection(spec: Any, default_split: str, seed: int, where: str) -> list:
     """Tasks from a config section {suite, split, names, limit}."""
-    import random
-
-    from .tasks import load_tasks
+    from .tasks import select_tasks
 
     spec = dict(spec or {})
     unknown = set(spec) - {"suite", "split", "names", "limit"}
@@ -290,11 +281,8 @@ def _task_selection(spec: Any, default_split: str, seed: int, where: str) -> lis
 
         raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: suite, split, names, limit")
     suite = spec.get("suite", "arena")
-    tasks = load_tasks(suite, names=spec.get("names"), split=spec.get("split", default_split if suite == "arena" else None))
-    limit = spec.get("limit")
-    if limit is not None and limit < len(tasks):
-        tasks = random.Random(f"{seed}/{where}").sample(tasks, limit)
-    return tasks
+    return select_tasks(suite, split=spec.get("split", default_split if suite == "arena" else None),
+                        names=spec.get("names"), limit=spec.get("limit"), seed=f"{seed}/{where}")
 
 
 def _sft(args: argparse.Namespace) -> int:

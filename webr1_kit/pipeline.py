@@ -153,17 +153,14 @@ def scale_config(scale: str, overrides: dict[str, Any] | None = None) -> Pipelin
 
 
 def _tasks(cfg: PipelineConfig, which: str) -> list:
-    import random
-
-    from .tasks import load_tasks
+    """The training ("train") or evaluation ("eval") tasks: the MiniWoB++ tasks named by
+    the config (evaluated on unseen page seeds), or the arena's split, sampled to its limit."""
+    from .tasks import select_tasks
 
     if cfg.suite == "miniwob":
-        return load_tasks("miniwob", names=list(cfg.tasks))
-    tasks = load_tasks("arena", split="train" if which == "train" else "test")
-    limit = cfg.train_limit if which == "train" else cfg.eval_limit
-    if limit is not None and limit < len(tasks):
-        tasks = random.Random(f"{cfg.seed}/{which}").sample(tasks, limit)
-    return tasks
+        return select_tasks("miniwob", names=list(cfg.tasks))
+    return select_tasks("arena", split="train" if which == "train" else "test",
+                        limit=cfg.train_limit if which == "train" else cfg.eval_limit, seed=f"{cfg.seed}/{which}")
 
 
 def _heldout_tasks(cfg: PipelineConfig) -> list:

@@ -81,4 +81,26 @@ def load_tasks(source: str, names: list[str] | None = None, split: str | None = 
     raise ValueError(f"unknown task source {source!r}: use one of {', '.join(SUITES)} or a .json/.jsonl file")
 
 
-__all__ = ["Task", "TaskSchemaError", "Verdict", "Suite", "load_tasks", "load_task_file", "get_suite"]
+def select_tasks(source: str = "arena", split: str | None = None, names: list[str] | None = None,
+                 limit: int | None = None, seed: int | str = 0, **kwargs) -> list[Task]:
+    """The tasks a run works on: `load_tasks(source, names, split)`, then, with `limit`, a
+    seeded sample of that many (in the sample's order). The command line, the pipeline and
+    `webr1 rl` configs all select through here, so the same settings give the same tasks.
+
+    seed: any int or string; callers salt it ("0/train", "0/eval") so that a run's training
+    and evaluation samples are drawn independently. Raises ValueError when nothing matches.
+    """
+    import random
+
+    tasks = load_tasks(source, names=names, split=split, **kwargs)
+    if not tasks:
+        raise ValueError(f"no {source} tasks selected (split={split!r}, names={names!r})")
+    if limit is not None:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        if limit < len(tasks):
+            tasks = random.Random(seed).sample(tasks, limit)
+    return tasks
+
+
+__all__ = ["Task", "TaskSchemaError", "Verdict", "Suite", "load_tasks", "load_task_file", "get_suite", "select_tasks"]
