@@ -124,7 +124,7 @@ def test_the_benchmark_pipeline_configs_still_load():
     must stay a valid override (an unknown or retyped key would raise ConfigError)."""
     from pathlib import Path
 
-    files = sorted((Path(__file__).parent.parent / "bench" / "configs").glob("*.json"))
+    files = sorted((Path(__file__).parent.parent / "bench" / "configs").rglob("*.json"))
     assert files
     for f in files:
         overrides = json.loads(f.read_text())
