@@ -82,6 +82,28 @@ def test_a_changed_config_is_refused_rather_than_mixed(smoke_run):
         Pipeline(scale_config("smoke", {**EXTRA, "grpo": {"steps": 3}}), out)
 
 
+def test_an_rl_variant_reuses_a_finished_runs_bc_stages(smoke_run, tmp_path):
+    from webr1_kit.cli import main
+
+    out, _ = smoke_run
+    variant = tmp_path / "variant"
+    other = Pipeline(scale_config("smoke", {**EXTRA, "grpo": {"loss_norm": "paper"}}), variant, progress=False)
+    taken = other.reuse_bc(out)
+    assert taken == ["demos", "sft", "eval-base", "eval-base-heldout-tasks", "eval-bc", "eval-bc-heldout-tasks",
+                     "eval-bc-sampled"]
+    assert json.loads((variant / "stages" / "sft.json").read_text())["adapter"] == str(variant / "sft" / "adapter")
+    assert (variant / "sft" / "adapter" / "adapter_model.safetensors").read_bytes() == \
+        (out / "sft" / "adapter" / "adapter_model.safetensors").read_bytes()
+    assert (variant / "eval" / "bc.jsonl").read_text() == (out / "eval" / "bc.jsonl").read_text()
+    assert other.done("rl") is None and not (variant / "eval" / "rl.jsonl").exists()
+    assert other.reuse_bc(out) == []  # taken once
+    with pytest.raises(ValueError, match="different config outside grpo.*eval_samples"):
+        Pipeline(scale_config("smoke", {**EXTRA, "eval_samples": 3}), tmp_path / "v2").reuse_bc(out)
+    with pytest.raises(ValueError, match="not a pipeline run directory"):
+        other.reuse_bc(tmp_path)
+    assert main(["demo", "--scale", "smoke", "--out", str(tmp_path / "v3"), "--bc-from", str(tmp_path)]) == 2
+
+
 def test_bad_overrides_name_the_key():
     with pytest.raises(ConfigError, match="grpo: unknown key 'stepz'"):
         scale_config("smoke", {"grpo": {"stepz": 3}})

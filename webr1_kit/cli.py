@@ -209,6 +209,11 @@ def _demo(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/demo-{args.scale}")
     print(f"webr1 demo: the WebAgent-R1 recipe at {args.scale} scale ({SCALES[args.scale].model} on "
           f"{cfg.suite}) into {out}/ (rerun the same command to resume)", file=sys.stderr)
+    if args.bc_from:
+        from .pipeline import Pipeline
+
+        taken = Pipeline(cfg, out, progress=not args.quiet).reuse_bc(args.bc_from)
+        print(f"webr1 demo: took {', '.join(taken) or 'nothing (already here)'} from {args.bc_from}", file=sys.stderr)
     report = run(run_pipeline(cfg, out, progress=not args.quiet))
     print(f"report: {report.resolve()}")
     return 0
@@ -517,6 +522,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=None, help="seed (default: the preset's, 0)")
     demo.add_argument("--out", help="run directory (default runs/demo-<scale>)")
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
+    demo.add_argument("--bc-from", metavar="RUN", help="start from the finished demonstrations, BC adapter and BC/base "
+                      "evaluations of the run in RUN (its config may differ only in grpo), so RL variants are "
+                      "compared on the same BC policy and held-out episodes")
     demo.set_defaults(func=_demo)
 
     sites = sub.add_parser("sites", help="the arena's bundled websites")

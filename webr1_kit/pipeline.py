@@ -254,6 +254,51 @@ class Pipeline:
             self._policy.load_adapter(adapter)
         return self._policy
 
+    def reuse_bc(self, source: str | Path) -> list[str]:
+        """Take the finished demonstrations, BC stage and BC and base-model evaluations of the
+        run in `source`, whose config may differ from this one only in `grpo`. RL variants
+        then start from the same BC adapter and are judged on the same held-out episodes (a
+        paired comparison), without redoing the hour those stages take on a CPU. Stages this
+        run has already finished are kept. Returns the stages taken."""
+        import shutil
+
+        source = Path(source)
+        saved = source / "pipeline.json"
+        if not saved.is_file():
+            raise ValueError(f"{source} is not a pipeline run directory (no pipeline.json)")
+        theirs = {k: v for k, v in json.loads(saved.read_text()).items() if k != "grpo"}
+        ours = {k: v for k, v in json.loads((self.out / "pipeline.json").read_text()).items() if k != "grpo"}
+        if theirs != ours:
+            raise ValueError(f"{source} ran a different config outside grpo, so its BC stages are not this run's: "
+                             f"{_first_difference(theirs, ours)}")
+        stages = ["demos", "sft"] + sorted(p.stem for p in (source / "stages").glob("eval-b*.json")
+                                            if p.stem.startswith(("eval-bc", "eval-base")))
+        for needed in ("demos", "sft"):
+            if not (source / "stages" / f"{needed}.json").is_file():
+                raise ValueError(f"{source} has not finished its {needed} stage; run it to the end of BC first")
+        taken = []
+        for stage in stages:
+            if self.done(stage) is not None:
+                continue
+            files = ({"demos": ["demos.jsonl"], "sft": ["sft/adapter", "sft/config.json", "sft/metrics.jsonl"]}
+                     .get(stage, [f"eval/{stage[len('eval-'):]}.jsonl"]))
+            for rel in files:
+                src, dst = source / rel, self.out / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                if src.is_dir():
+                    shutil.copytree(src, dst, dirs_exist_ok=True)
+                elif src.is_file():
+                    shutil.copy2(src, dst)
+            result = json.loads((source / "stages" / f"{stage}.json").read_text())
+            if result.get("adapter"):  # it names the source's adapter: point it at the copy
+                try:
+                    result["adapter"] = str(self.out / Path(result["adapter"]).relative_to(source))
+                except ValueError:
+                    pass
+            self.mark(stage, result)
+            taken.append(stage)
+        return taken
+
     # -- stages
 
     async def demonstrations(self) -> dict[str, Any]:
