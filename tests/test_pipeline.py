@@ -104,6 +104,17 @@ def test_an_rl_variant_reuses_a_finished_runs_bc_stages(smoke_run, tmp_path):
     assert main(["demo", "--scale", "smoke", "--out", str(tmp_path / "v3"), "--bc-from", str(tmp_path)]) == 2
 
 
+def test_a_run_written_before_a_setting_existed_still_resumes(tmp_path):
+    out = tmp_path / "old"
+    Pipeline(SCALES["smoke"], out)
+    saved = json.loads((out / "pipeline.json").read_text())
+    del saved["grpo"]["replay_coef"]  # as a kit without that setting wrote it
+    (out / "pipeline.json").write_text(json.dumps(saved))
+    Pipeline(SCALES["smoke"], out)  # the missing setting takes its default
+    with pytest.raises(ValueError, match="grpo.replay_coef"):
+        Pipeline(scale_config("smoke", {"grpo": {"replay_coef": 0.5}}), out)
+
+
 def test_bad_overrides_name_the_key():
     with pytest.raises(ConfigError, match="grpo: unknown key 'stepz'"):
         scale_config("smoke", {"grpo": {"stepz": 3}})

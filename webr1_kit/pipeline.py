@@ -199,9 +199,9 @@ class Pipeline:
         self.out = Path(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         saved = self.out / "pipeline.json"
-        now = json.loads(json.dumps(to_dict(self.cfg)))  # as it reads back (tuples become lists)
+        now = _as_saved(self.cfg)
         if saved.is_file():
-            before = json.loads(saved.read_text())
+            before = _saved_config(saved)
             if before != now:
                 raise ValueError(f"{self.out} holds a run with a different config; choose another --out "
                                  f"(or delete it). First difference: {_first_difference(before, now)}")
@@ -266,8 +266,8 @@ class Pipeline:
         saved = source / "pipeline.json"
         if not saved.is_file():
             raise ValueError(f"{source} is not a pipeline run directory (no pipeline.json)")
-        theirs = {k: v for k, v in json.loads(saved.read_text()).items() if k != "grpo"}
-        ours = {k: v for k, v in json.loads((self.out / "pipeline.json").read_text()).items() if k != "grpo"}
+        theirs = {k: v for k, v in _saved_config(saved).items() if k != "grpo"}
+        ours = {k: v for k, v in _as_saved(self.cfg).items() if k != "grpo"}
         if theirs != ours:
             raise ValueError(f"{source} ran a different config outside grpo, so its BC stages are not this run's: "
                              f"{_first_difference(theirs, ours)}")
@@ -458,6 +458,18 @@ class _adapter_off:
     def __exit__(self, *exc: Any) -> None:
         self._ctx.__exit__(*exc)
         self.policy.generator.invalidate_cache()
+
+
+def _as_saved(cfg: PipelineConfig) -> dict[str, Any]:
+    """The config as pipeline.json holds it (tuples read back as lists)."""
+    return json.loads(json.dumps(to_dict(cfg)))
+
+
+def _saved_config(path: Path) -> dict[str, Any]:
+    """A run's pipeline.json read through today's PipelineConfig, so that settings added to
+    the kit since the run was written take their defaults (the run still resumes), while a
+    saved value that differs from today's config still counts as a difference."""
+    return _as_saved(from_dict(PipelineConfig, json.loads(path.read_text()), where=str(path)))
 
 
 def _first_difference(a: Any, b: Any, where: str = "") -> str:
