@@ -271,8 +271,8 @@ class Pipeline:
         if theirs != ours:
             raise ValueError(f"{source} ran a different config outside grpo, so its BC stages are not this run's: "
                              f"{_first_difference(theirs, ours)}")
-        stages = ["demos", "sft"] + sorted(p.stem for p in (source / "stages").glob("eval-b*.json")
-                                            if p.stem.startswith(("eval-bc", "eval-base")))
+        stages = ["demos", "sft"] + sorted(p.stem for pattern in ("eval-bc*.json", "eval-base*.json")
+                                            for p in (source / "stages").glob(pattern))
         for needed in ("demos", "sft"):
             if not (source / "stages" / f"{needed}.json").is_file():
                 raise ValueError(f"{source} has not finished its {needed} stage; run it to the end of BC first")
