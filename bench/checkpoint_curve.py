@@ -26,8 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from webr1_kit.config import from_dict
-from webr1_kit.pipeline import EVAL_SEED_OFFSET, Pipeline, PipelineConfig
+from webr1_kit.pipeline import EVAL_SEED_OFFSET, Pipeline, saved_config
 from webr1_kit.rollout import run_episodes
 from webr1_kit.tasks import select_tasks
 
@@ -52,7 +51,7 @@ def element_shares(trajectories) -> dict[str, float]:
 
 
 async def curve(run: Path, every: int, names: list[str] | None, episodes: int | None) -> list[dict]:
-    cfg = from_dict(PipelineConfig, json.loads((run / "pipeline.json").read_text()), where="pipeline")
+    cfg = saved_config(run)
     pipe = Pipeline(cfg, run, progress=False)
     tasks = select_tasks("miniwob", names=names) if names else pipe.tasks("eval")
     policy = pipe.policy()

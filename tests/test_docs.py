@@ -202,3 +202,13 @@ def test_links_are_found_across_lines_and_outside_code():
     found = {m.group(1) for p in LINK_PATTERNS for m in p.finditer(masked)}
     assert found == {"../webr1_kit/grpo.py", "/ref"}
     assert _link_problem(sample, "/ref") == "absolute path"
+
+
+def test_readme_layout_names_every_module():
+    """The README's layout is a file tree with a line for every module of the package."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    tree = text[text.index("## Layout"):].split("```")[1]
+    names = {m.group(1) for m in re.finditer(r"^\s+(\w+\.py|\w+/)\s", tree, re.M)}
+    modules = {p.name for p in PACKAGE.glob("*.py")} | {p.name + "/" for p in PACKAGE.iterdir()
+                                                       if (p / "__init__.py").is_file()}
+    assert modules <= names, f"README.md's layout lacks: {sorted(modules - names)}"

@@ -8,7 +8,7 @@ import pytest
 
 from webr1_kit.aio import run
 from webr1_kit.config import ConfigError
-from webr1_kit.pipeline import SCALES, Pipeline, run_pipeline, scale_config
+from webr1_kit.pipeline import SCALES, Pipeline, run_pipeline, saved_config, scale_config
 from webr1_kit.report import success_table, write_report
 
 
@@ -113,6 +113,24 @@ def test_a_run_written_before_a_setting_existed_still_resumes(tmp_path):
     Pipeline(SCALES["smoke"], out)  # the missing setting takes its default
     with pytest.raises(ValueError, match="grpo.replay_coef"):
         Pipeline(scale_config("smoke", {"grpo": {"replay_coef": 0.5}}), out)
+    # Runs saved before the policy section held the model settings at the top level.
+    policy = saved.pop("policy")
+    saved.update(model=policy["model"], lora=policy["lora"], quantization="none", dtype="auto")
+    (out / "pipeline.json").write_text(json.dumps(saved))
+    Pipeline(SCALES["smoke"], out)
+    assert saved_config(out).policy == SCALES["smoke"].policy
+    with pytest.raises(ValueError, match="policy.model"):
+        Pipeline(scale_config("smoke", {"policy": {"model": "embedded"}}), out)
+
+
+def test_the_policy_section_reaches_the_model(tmp_path):
+    """The demo config takes the same policy section as `webr1 sft/rl`; a field set there
+    (here CPU autocast, which the pipeline once had no way to set) is what the model gets."""
+    for autocast, marked in (("off", False), ("bfloat16", True)):
+        cfg = scale_config("smoke", {"policy": {"cpu_autocast": autocast, "device": "cpu"}})
+        policy = Pipeline(cfg, tmp_path / autocast, progress=False).policy()
+        assert policy.config.cpu_autocast == autocast and policy.config.lora.r == 4  # the preset's LoRA stays
+        assert (getattr(policy.model.get_base_model(), "webr1_autocast", None) is not None) == marked
 
 
 def test_bad_overrides_name_the_key():
@@ -120,6 +138,10 @@ def test_bad_overrides_name_the_key():
         scale_config("smoke", {"grpo": {"stepz": 3}})
     with pytest.raises(ValueError, match="unknown scale 'huge'"):
         scale_config("huge")
+    with pytest.raises(ConfigError, match="'model'.*policy section"):
+        scale_config("smoke", {"model": "embedded"})
+    with pytest.raises(ConfigError, match="policy.lora.*cannot be null"):
+        scale_config("smoke", {"policy": {"lora": None}})
 
 
 def test_a_report_of_an_unfinished_run_says_what_is_missing(tmp_path):

@@ -375,3 +375,12 @@ def test_cpu_autocast_keeps_weights_float32_and_logprobs_close_to_training():
 def test_bad_cpu_autocast_value_is_named():
     with pytest.raises((ValueError, TypeError), match="cpu_autocast|float16"):
         load_policy("tiny", lora=None, cpu_autocast="float16")
+
+
+def test_load_policy_takes_a_policy_config():
+    """A run config's policy section loads as it is; keywords stay a convenience, not a second way to mix in."""
+    policy = load_policy(PolicyConfig(model="tiny", lora=LoRA(r=4, alpha=8), cpu_autocast="off"))
+    assert policy.config.lora.r == 4 and policy.config.cpu_autocast == "off"
+    assert getattr(policy.model.get_base_model(), "webr1_autocast", None) is None
+    with pytest.raises(TypeError, match="not both"):
+        load_policy(PolicyConfig(model="tiny"), dtype="float32")

@@ -200,14 +200,14 @@ def _print_metrics(m: dict[str, Any]) -> None:
 def _demo(args: argparse.Namespace) -> int:
     """The main job: expert demonstrations, BC, M-GRPO, held-out evaluation, report."""
     from .aio import run
-    from .pipeline import SCALES, run_pipeline, scale_config
+    from .pipeline import run_pipeline, scale_config
 
     overrides = _read_config(args.config) if args.config else {}
     if args.seed is not None:
         overrides["seed"] = args.seed
     cfg = scale_config(args.scale, overrides)
     out = Path(args.out or f"runs/demo-{args.scale}")
-    print(f"webr1 demo: the WebAgent-R1 recipe at {args.scale} scale ({SCALES[args.scale].model} on "
+    print(f"webr1 demo: the WebAgent-R1 recipe at {args.scale} scale ({cfg.policy.model} on "
           f"{cfg.suite}) into {out}/ (rerun the same command to resume)", file=sys.stderr)
     if args.bc_from:
         from .pipeline import Pipeline
@@ -263,16 +263,12 @@ def _load_run_config(path: str | None) -> dict[str, Any]:
 
 def _policy_from(cfg: dict[str, Any], adapter: str | None = None) -> Any:
     """The policy a run config describes (model, LoRA/QLoRA, prompt and sampling sections)."""
-    from dataclasses import asdict
-
     from .config import PolicyConfig, PromptConfig, SamplingConfig
     from .policy import load_policy
 
-    pc = _section(cfg, "policy", PolicyConfig)
-    options = {k: v for k, v in asdict(pc).items() if k not in ("model", "lora", "quantization")}
-    return load_policy(pc.model, lora=pc.lora, quantization=pc.quantization, adapter=adapter,
+    return load_policy(_section(cfg, "policy", PolicyConfig), adapter=adapter,
                        prompt=_section(cfg, "prompt", PromptConfig), sampling=_section(cfg, "sampling", SamplingConfig),
-                       seed=int(cfg.get("seed", 0)), **options)
+                       seed=int(cfg.get("seed", 0)))
 
 
 def _task_selection(spec: Any, default_split: str, seed: int, where: str) -> list:

@@ -18,7 +18,7 @@ Scales (`SCALES`):
   the 135M model learns the action format but solves no task (BENCHMARKS.md).
 - "gpu": Qwen2.5-3B-Instruct with LoRA on the arena (train split for demonstrations and
   RL, the held-out test split for evaluation). It needs the model in the Hugging Face
-  cache or a local path (`model=`), and a CUDA GPU.
+  cache or a local path (`{"policy": {"model": ...}}`), and a CUDA GPU.
 
 Departure from the paper: the paper evaluates once, after training, on WebArena-Lite;
 the report here evaluates the base model, the BC model and the RL model on the same
@@ -34,7 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .config import EnvConfig, GRPOConfig, LoRA, PromptConfig, SamplingConfig, SFTConfig, from_dict, to_dict
+from .config import (ConfigError, EnvConfig, GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig,
+                     from_dict, to_dict)
 from .tasks.miniwob import MINIWOB_TRAIN_TASKS
 
 MINIWOB_TASKS = MINIWOB_TRAIN_TASKS[:5]
@@ -48,14 +49,11 @@ class PipelineConfig:
     scale: str = "cpu"
     """Name of the preset this config came from (recorded in the report)."""
 
-    model: str = "embedded"
-    """"embedded", "tiny" (random, for smoke runs), a Hugging Face id or a local path."""
-
-    lora: LoRA = LoRA()
-    quantization: str = "none"
-    """"none" or "4bit" (QLoRA; CUDA)."""
-
-    dtype: str = "auto"
+    policy: PolicyConfig = PolicyConfig()
+    """The model and how it is loaded: the same section `webr1 sft` and `webr1 rl` read
+    (model "embedded", "tiny" (random, for smoke runs), a Hugging Face id or a local path;
+    LoRA, 4-bit QLoRA, dtype, device, CPU autocast). Its LoRA adapter is what BC and
+    M-GRPO train, so `lora` may not be None here."""
 
     suite: str = "miniwob"
     """"miniwob" or "arena"."""
@@ -112,22 +110,22 @@ class PipelineConfig:
 
 SCALES: dict[str, PipelineConfig] = {
     "smoke": PipelineConfig(
-        scale="smoke", model="tiny", tasks=("click-button", "focus-text"), demos_per_task=2, eval_episodes=2,
-        max_turns=2, concurrency=4, lora=LoRA(r=4, alpha=8),
+        scale="smoke", policy=PolicyConfig(model="tiny", lora=LoRA(r=4, alpha=8)), tasks=("click-button", "focus-text"),
+        demos_per_task=2, eval_episodes=2, max_turns=2, concurrency=4,
         sampling=SamplingConfig(max_new_tokens=16, max_batch=8),
         sft=SFTConfig(epochs=1, batch_size=4, warmup_steps=0),
         grpo=GRPOConfig(steps=1, tasks_per_step=2, group_size=2, max_turns=2, concurrency=4, eval_every=0,
                         dynamic_sampling=False),
     ),
     "cpu": PipelineConfig(
-        scale="cpu", model="embedded", demos_per_task=6, eval_episodes=8, max_turns=6,
+        scale="cpu", policy=PolicyConfig(model="embedded"), demos_per_task=6, eval_episodes=8, max_turns=6,
         sampling=SamplingConfig(max_new_tokens=64, max_batch=16),
         sft=SFTConfig(epochs=2, batch_size=8, lr=5e-4, warmup_steps=2),
         grpo=GRPOConfig(steps=4, tasks_per_step=4, group_size=4, max_turns=4, concurrency=16, eval_every=0,
                         lr=5e-5, save_every=1),
     ),
     "gpu": PipelineConfig(
-        scale="gpu", model="Qwen/Qwen2.5-3B-Instruct", dtype="bfloat16", suite="arena", train_limit=None,
+        scale="gpu", policy=PolicyConfig(model="Qwen/Qwen2.5-3B-Instruct", dtype="bfloat16"), suite="arena", train_limit=None,
         eval_limit=None, demos_per_task=1, eval_episodes=1, max_turns=15, concurrency=16,
         sampling=SamplingConfig(max_new_tokens=256, max_batch=32),
         sft=SFTConfig(epochs=2, batch_size=16),
@@ -141,12 +139,19 @@ def scale_config(scale: str, overrides: dict[str, Any] | None = None) -> Pipelin
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
     base = to_dict(SCALES[scale])
+    moved = sorted(set(overrides or {}) & set(_POLICY_KEYS))
+    if moved:
+        raise ConfigError(f"pipeline: {', '.join(map(repr, moved))} belong in the policy section now, "
+                          f"e.g. {{\"policy\": {{\"{moved[0]}\": ...}}}}")
     for key, value in (overrides or {}).items():
         if isinstance(value, dict) and isinstance(base.get(key), dict):
             base[key] = {**base[key], **value}
         else:
             base[key] = value
-    return from_dict(PipelineConfig, base, where="pipeline")
+    cfg = from_dict(PipelineConfig, base, where="pipeline")
+    if cfg.policy.lora is None:
+        raise ConfigError("pipeline.policy.lora: the pipeline trains a LoRA adapter (BC, then M-GRPO); it cannot be null")
+    return cfg
 
 
 # ---------------------------------------------------------------------- tasks
@@ -248,8 +253,7 @@ class Pipeline:
 
         if self._policy is None:
             c = self.cfg
-            self._policy = load_policy(c.model, lora=c.lora, quantization=c.quantization, dtype=c.dtype,
-                                       prompt=c.prompt, sampling=c.sampling, seed=c.seed)
+            self._policy = load_policy(c.policy, prompt=c.prompt, sampling=c.sampling, seed=c.seed)
         if adapter is not None:
             self._policy.load_adapter(adapter)
         return self._policy
@@ -465,11 +469,29 @@ def _as_saved(cfg: PipelineConfig) -> dict[str, Any]:
     return json.loads(json.dumps(to_dict(cfg)))
 
 
+_POLICY_KEYS = ("model", "lora", "quantization", "dtype")
+"""The model settings that pipeline.json held at its top level before the policy section."""
+
+
 def _saved_config(path: Path) -> dict[str, Any]:
     """A run's pipeline.json read through today's PipelineConfig, so that settings added to
     the kit since the run was written take their defaults (the run still resumes), while a
-    saved value that differs from today's config still counts as a difference."""
-    return _as_saved(from_dict(PipelineConfig, json.loads(path.read_text()), where=str(path)))
+    saved value that differs from today's config still counts as a difference. Runs saved
+    with the model settings at the top level have them moved into the policy section."""
+    data = json.loads(path.read_text())
+    legacy = {k: data.pop(k) for k in _POLICY_KEYS if k in data}
+    if legacy:
+        data["policy"] = {**legacy, **data.get("policy", {})}
+    return _as_saved(from_dict(PipelineConfig, data, where=str(path)))
+
+
+def saved_config(out: str | Path) -> PipelineConfig:
+    """The config of the pipeline run in directory `out` (its pipeline.json, read through
+    today's PipelineConfig as a resumed run reads it)."""
+    path = Path(out) / "pipeline.json"
+    if not path.is_file():
+        raise ValueError(f"{out} is not a pipeline run directory (no pipeline.json)")
+    return from_dict(PipelineConfig, _saved_config(path), where=str(path))
 
 
 def _first_difference(a: Any, b: Any, where: str = "") -> str:

@@ -422,18 +422,24 @@ class LLMPolicy:
             yield self.model
 
 
-def load_policy(model: str = "embedded", lora: LoRA | None = LoRA(), quantization: str = "none",
+def load_policy(model: str | PolicyConfig = "embedded", lora: LoRA | None = LoRA(), quantization: str = "none",
                 prompt: PromptConfig | None = None, sampling: SamplingConfig | None = None, seed: int = 0,
                 adapter: str | Path | None = None, **options: Any) -> LLMPolicy:
     """Load a model as a policy.
 
-    model: "embedded", a Hugging Face id or a local path. lora: adapter settings (None: no
-    adapter). quantization: "none" or "4bit" (QLoRA). Other PolicyConfig fields (dtype,
-    device, gradient_checkpointing) pass as keywords. adapter: a saved adapter to load.
+    model: a `PolicyConfig` (a run config's policy section), or as a convenience its model
+    name ("embedded", a Hugging Face id or a local path) with `lora` (None: no adapter),
+    `quantization` ("none" or "4bit", QLoRA) and any other PolicyConfig field (dtype,
+    device, cpu_autocast, gradient_checkpointing) as keywords. adapter: a saved adapter to load.
     """
-    # Other options are checked like a config file's: an unknown key or value names itself.
-    cfg = replace(from_dict(PolicyConfig, options, where="load_policy"), model=model, lora=lora,
-                  quantization=quantization)
+    if isinstance(model, PolicyConfig):
+        if options or lora != LoRA() or quantization != "none":
+            raise TypeError("load_policy: pass the model settings either as a PolicyConfig or as keywords, not both")
+        cfg = model
+    else:
+        # Other options are checked like a config file's: an unknown key or value names itself.
+        cfg = replace(from_dict(PolicyConfig, options, where="load_policy"), model=model, lora=lora,
+                      quantization=quantization)
     if adapter is not None and cfg.lora is None:
         cfg = replace(cfg, lora=LoRA())  # the saved adapter's own config replaces it below
     if adapter is not None:

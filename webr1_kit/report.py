@@ -252,7 +252,7 @@ def write_report(out: str | Path, path: str | Path | None = None) -> Path:
             if secs is not None:
                 timing.append(f"<li>{esc(name)}: {float(secs) / 60:.1f} min</li>")
     demos = _stage(out, "demos") or {}
-    intro = (f"<p>Scale <b>{esc(cfg.get('scale', '?'))}</b>, model <b>{esc(cfg.get('model', '?'))}</b>, "
+    intro = (f"<p>Scale <b>{esc(cfg.get('scale', '?'))}</b>, model <b>{esc(cfg.get('policy', {}).get('model', cfg.get('model', '?')))}</b>, "
              f"suite <b>{esc(cfg.get('suite', '?'))}</b>, seed {esc(cfg.get('seed', '?'))}. "
              f"Expert demonstrations: {demos.get('successful', '–')} successful of {demos.get('episodes', '–')}. "
              "Held-out episodes are greedy (temperature 0) on page seeds never used for demonstrations or RL.</p>")
