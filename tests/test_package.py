@@ -142,3 +142,28 @@ def test_cli_help_for_every_subcommand():
                 ["doctor", "--help"], ["install-browser", "--help"]):
         out = subprocess.run([sys.executable, "-m", "webr1_kit.cli", *cmd], capture_output=True, text=True)
         assert out.returncode == 0 and "usage: webr1" in out.stdout
+
+
+def test_every_entry_point_starts_from_the_same_rollout_defaults():
+    """Each rollout knob has one default, in config.RolloutConfig: the library functions,
+    `webr1 eval`, the pipeline's config and M-GRPO's config all start from it."""
+    import inspect
+
+    from webr1_kit.cli import build_parser
+    from webr1_kit.config import GRPOConfig, RolloutConfig
+    from webr1_kit.pipeline import PipelineConfig
+    from webr1_kit.rollout import rollout, run_episode, run_episodes
+
+    d = RolloutConfig()
+    for fn in (run_episode, run_episodes, rollout):
+        params = inspect.signature(fn).parameters
+        for knob in ("max_turns", "max_invalid", "concurrency", "retries"):
+            if knob in params:
+                assert params[knob].default == getattr(d, knob), (fn.__name__, knob)
+    args = build_parser().parse_args(["eval", "--suite", "miniwob"])
+    assert (args.max_turns, args.max_invalid or None, args.concurrency) == (d.max_turns, d.max_invalid, d.concurrency)
+    p = PipelineConfig()
+    assert (p.max_turns, p.max_invalid, p.concurrency) == (d.max_turns, d.max_invalid, d.concurrency)
+    g = GRPOConfig()
+    assert (g.max_turns, g.concurrency) == (d.max_turns, d.concurrency)
+    assert g.max_invalid == 1  # M-GRPO's own choice: one invalid turn costs the episode (see its docstring)

@@ -438,6 +438,8 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .config import ROLLOUT
+
     p = argparse.ArgumentParser(
         prog="webr1",
         description="webr1_kit: train small open LLMs into web agents with multi-turn RL (WebAgent-R1).",
@@ -480,11 +482,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--samples-per-page", type=int, default=1, metavar="K",
                     help="play each page K times with different sampling seeds: with --temperature above 0, a "
                          "sampled policy's success on the same pages a greedy run plays (default 1)")
-    ev.add_argument("--concurrency", type=int, default=8, help="episodes running at once on one browser (default 8)")
-    ev.add_argument("--max-turns", type=int, default=15, help="turn limit per episode (default 15)")
-    ev.add_argument("--max-invalid", type=int, default=3,
-                    help="end an episode after this many invalid actions (default 3, as WebArena's own harness "
-                    "stops after 3 parsing failures; 0: never)")
+    ev.add_argument("--concurrency", type=int, default=ROLLOUT.concurrency,
+                    help=f"episodes running at once on one browser (default {ROLLOUT.concurrency})")
+    ev.add_argument("--max-turns", type=int, default=ROLLOUT.max_turns,
+                    help=f"turn limit per episode (default {ROLLOUT.max_turns})")
+    ev.add_argument("--max-invalid", type=int, default=ROLLOUT.max_invalid or 0,
+                    help=f"end an episode after this many invalid actions (default {ROLLOUT.max_invalid}, as "
+                    "WebArena's own harness stops after 3 parsing failures; 0: never)")
     ev.add_argument("--seed", type=int, default=0, help="fixes the episodes' seeds (default 0)")
     ev.add_argument("--observation", choices=["html", "axtree"], help="observation format (default html)")
     ev.add_argument("--screenshots", action="store_true", help="store a screenshot per step in the trajectories")

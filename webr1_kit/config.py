@@ -71,6 +71,36 @@ class EnvConfig:
     """How long the Wait action pauses."""
 
 
+@dataclass(frozen=True)
+class RolloutConfig:
+    """How episodes are played: the limits every rollout and evaluation shares.
+
+    Each knob has its default here and nowhere else: `run_episode`, `run_episodes`,
+    `rollout`, `webr1 eval`, `PipelineConfig` and `GRPOConfig` start from these values.
+    M-GRPO's invalid-action budget (`GRPOConfig.max_invalid`, 1) is a training choice and
+    is documented there; presets and configs set their own values on top."""
+
+    max_turns: int = 15
+    """Turn limit of an episode (the paper trains with 15 and evaluates with 30)."""
+
+    max_invalid: int | None = 3
+    """End an episode after this many invalid actions (malformed, or impossible on the
+    page); it is then scored as it stands. WebArena's own harness stops after 3 parsing
+    failures. None: never end an episode early."""
+
+    concurrency: int = 8
+    """Episodes in flight at once on one browser."""
+
+    retries: int = 1
+    """How many times an episode that failed for infrastructure reasons (a page that did
+    not load, a crashed tab) is played again before it is recorded as an infrastructure
+    failure, which training leaves out rather than scoring 0."""
+
+
+ROLLOUT = RolloutConfig()
+"""The rollout defaults, as an instance (function signatures read their defaults from it)."""
+
+
 def field_docs(cls: type) -> dict[str, str]:
     """Return {field name: docstring} for a dataclass whose fields have docstrings below them."""
     return dict(_field_docs(cls))
@@ -313,7 +343,7 @@ class GRPOConfig:
     group_size: int = 4
     """Trajectories per task, G (the paper: 4)."""
 
-    max_turns: int = 15
+    max_turns: int = ROLLOUT.max_turns
     """Turn limit of a training episode (the paper: 15)."""
 
     eval_max_turns: int = 30
@@ -391,7 +421,7 @@ class GRPOConfig:
     BC), so a response that reaches the limit is nearly always a degenerate repetition
     (`<think><think>…`), and the negative advantage on its tokens is what removes it."""
 
-    concurrency: int = 8
+    concurrency: int = ROLLOUT.concurrency
     """Episodes in flight at once."""
 
     eval_every: int = 10

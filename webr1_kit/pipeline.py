@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .config import (ConfigError, EnvConfig, GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig,
+from .config import (ROLLOUT, ConfigError, EnvConfig, GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig,
                      from_dict, to_dict)
 from .tasks.miniwob import MINIWOB_TRAIN_TASKS
 
@@ -86,14 +86,14 @@ class PipelineConfig:
     samples per held-out page (evaluation "<stage>-sampled"; 0: greedy only). Greedy
     decoding shows the policy's most likely action only; RL changes the whole distribution."""
 
-    max_turns: int = 6
+    max_turns: int = ROLLOUT.max_turns
     """Turn limit of every episode (demonstrations, RL and evaluation)."""
 
-    max_invalid: int | None = 3
+    max_invalid: int | None = ROLLOUT.max_invalid
     """Evaluation episodes end after this many invalid actions (an untrained model writes
     few valid ones; without a budget it would use every turn)."""
 
-    concurrency: int = 8
+    concurrency: int = ROLLOUT.concurrency
     """Episodes at once."""
 
     seed: int = 0

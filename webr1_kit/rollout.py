@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from .browser import Browser, BrowserEnv
-from .config import EnvConfig
+from .config import ROLLOUT, EnvConfig
 from .errors import InfraError
 from .observation import Observation
 from .seeds import derive_seed
@@ -88,15 +88,16 @@ async def run_episode(
     task: Task,
     policy: Policy,
     seed: int,
-    max_turns: int = 15,
+    max_turns: int = ROLLOUT.max_turns,
     sample_seed: int | None = None,
-    max_invalid: int | None = None,
+    max_invalid: int | None = ROLLOUT.max_invalid,
     screenshots: bool | None = None,
 ) -> Trajectory:
     """Play one episode of `task` with `policy` in `env`. Raises InfraError on infrastructure failure.
 
     seed: the page seed. sample_seed: the policy's sampling seed (default: `seed`).
-    max_invalid: end the episode after this many invalid actions (None: never).
+    max_invalid: end the episode after this many invalid actions (None: never). The
+    defaults of these limits are `config.RolloutConfig`'s, as everywhere in the kit.
     """
     t0 = time.perf_counter()
     obs = await env.reset(task, seed=seed)
@@ -196,15 +197,15 @@ async def run_episodes(
     policy: Policy,
     tasks: list[Task],
     episodes: int = 1,
-    concurrency: int = 8,
-    max_turns: int = 15,
+    concurrency: int = ROLLOUT.concurrency,
+    max_turns: int = ROLLOUT.max_turns,
     seed: int = 0,
     config: EnvConfig | None = None,
     browser: Browser | None = None,
-    retries: int = 1,
+    retries: int = ROLLOUT.retries,
     progress: bool | Callable[[Trajectory], None] = False,
     grouped: bool = False,
-    max_invalid: int | None = None,
+    max_invalid: int | None = ROLLOUT.max_invalid,
     samples_per_page: int = 1,
 ) -> EvalResult:
     """Run `episodes` episodes of every task, `concurrency` at a time on one browser.
@@ -270,12 +271,12 @@ async def rollout(
     policy: Policy,
     tasks: list[Task],
     group_size: int = 4,
-    max_turns: int = 15,
-    concurrency: int = 8,
+    max_turns: int = ROLLOUT.max_turns,
+    concurrency: int = ROLLOUT.concurrency,
     seed: int = 0,
     config: EnvConfig | None = None,
     browser: Browser | None = None,
-    max_invalid: int | None = 5,
+    max_invalid: int | None = ROLLOUT.max_invalid,
     progress: bool = False,
 ) -> list[TrajectoryGroup]:
     """GRPO rollouts: `group_size` independent episodes per task, run concurrently,
