@@ -84,7 +84,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from webr1_kit.config import LoRA, SamplingConfig
-    from webr1_kit.policy import load_policy, native_bf16_cpu
+    from webr1_kit.models import native_bf16_cpu
+    from webr1_kit.policy import load_policy
 
     sampling = SamplingConfig(temperature=0.0, max_new_tokens=32)
     rows = []

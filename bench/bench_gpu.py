@@ -59,7 +59,7 @@ def train_step(path: Path, quant: str, length: int, trained: int = 1024) -> dict
 
     from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig
     from webr1_kit.grpo import grpo_loss
-    from webr1_kit.policy import attach_lora, load_model  # noqa: F401  (load_model needs a tokenizer)
+    from webr1_kit.models import attach_lora, load_model  # noqa: F401  (load_model needs a tokenizer)
     from webr1_kit.training import token_logprobs
     from webr1_kit.trajectory import Packed
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig

@@ -89,7 +89,7 @@ def test_pipeline_tasks_and_finished_evaluations(tmp_path):
 def test_show_tokens_shows_what_behaviour_cloning_trains_on():
     from transformers import AutoTokenizer
 
-    from webr1_kit.policy import embedded_path
+    from webr1_kit.models import embedded_path
     from webr1_kit.sft import examples
 
     tok = AutoTokenizer.from_pretrained(embedded_path())

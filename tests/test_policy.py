@@ -15,7 +15,8 @@ import torch
 from webr1_kit.config import LoRA, PolicyConfig, PromptConfig, SamplingConfig
 from webr1_kit.generation import Generator
 from webr1_kit.observation import Observation
-from webr1_kit.policy import LLMPolicy, PolicyLoadError, attach_lora, build_tiny_model, embedded_path, load_policy
+from webr1_kit.models import PolicyLoadError, attach_lora, build_tiny_model, embedded_path
+from webr1_kit.policy import LLMPolicy, load_policy
 from webr1_kit.prompt import build_prompt, messages, placeholder
 from webr1_kit.rollout import rollout, run_episodes
 from webr1_kit.tasks import Task, load_tasks

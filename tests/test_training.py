@@ -12,7 +12,8 @@ from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig, PromptConfig, Sampl
 from webr1_kit.grpo import (TaskTally, build_batch, draw_tasks, group_advantages, grpo_loss, infra_warning,
                             reroll_equal_groups, update)
 from webr1_kit.observation import Observation
-from webr1_kit.policy import LLMPolicy, attach_lora, build_tiny_model, embedded_path
+from webr1_kit.models import attach_lora, build_tiny_model, embedded_path
+from webr1_kit.policy import LLMPolicy
 from webr1_kit.sft import examples, train_sft
 from webr1_kit.training import make_optimizer, think_mask, token_logprobs
 from webr1_kit.trajectory import Packed, Trajectory, TrajectoryGroup, Turn

@@ -224,7 +224,7 @@ def test_gif_export_has_a_frame_per_step(episodes, tmp_path):
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from webr1_kit.policy import embedded_path
+    from webr1_kit.models import embedded_path
 
     return AutoTokenizer.from_pretrained(embedded_path())
 

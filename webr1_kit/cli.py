@@ -631,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .errors import BrowserNotFound, InfraError
     from .config import ConfigError
-    from .policy import PolicyLoadError
+    from .models import PolicyLoadError
     from .tasks.task import TaskSchemaError
 
     try:

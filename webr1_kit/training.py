@@ -44,7 +44,7 @@ def fix_malloc_threshold() -> None:
     way. Fixing the threshold turns the adjustment off; `trim_memory` (after every generation
     batch and optimizer step) hands the freed heap back. A 1 MiB threshold also bounded the
     memory but mmap-ed every activation, which put 28% of the CPU time in the kernel
-    (BENCHMARKS.md). `policy.load_model` calls this before it loads any weights."""
+    (BENCHMARKS.md). `models.load_model` calls this before it loads any weights."""
     lib = _libc()
     if lib is not None:
         lib.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD = 32 MiB, fixed
