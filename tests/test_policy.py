@@ -385,3 +385,12 @@ def test_load_policy_takes_a_policy_config():
     assert getattr(policy.model.get_base_model(), "webr1_autocast", None) is None
     with pytest.raises(TypeError, match="not both"):
         load_policy(PolicyConfig(model="tiny"), dtype="float32")
+
+
+def test_loading_a_model_without_the_train_extra_names_it(monkeypatch):
+    """The base install runs rollouts without torch and friends; loading a model then says what to install."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "peft", None)  # as if it were not installed
+    with pytest.raises(PolicyLoadError, match=r"needs peft.*webr1_kit\[train\]"):
+        load_policy("tiny")

@@ -12,6 +12,7 @@ $WEBR1_CACHE (default ~/.cache/webr1_kit) and later loads take under a second.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import logging
 import os
@@ -171,8 +172,24 @@ def _float32_head(model: Any) -> None:
     head.forward = exact
 
 
+TRAIN_PACKAGES = ("torch", "transformers", "peft", "safetensors")
+"""What loading a model needs: the `train` extra (bitsandbytes and gguf only when used)."""
+
+
+def require_train_packages() -> None:
+    """Raise PolicyLoadError naming the missing package and the extra that brings it: the
+    base install runs rollouts and evaluation of scripted policies without any of them."""
+    for name in TRAIN_PACKAGES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise PolicyLoadError(f"loading a model needs {name}, which is not installed: "
+                                  "pip install 'webr1_kit[train]' (or `make install`)") from None
+
+
 def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
     """(model, tokenizer) with the LoRA adapter attached if `cfg.lora` is set."""
+    require_train_packages()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
