@@ -101,6 +101,22 @@ def test_cli_lists_miniwob_tasks(capsys):
     assert main(["tasks", "list", "--suite", "miniwob", "--json"]) == 0
     names = json.loads(capsys.readouterr().out)
     assert "click-button" in names and len(names) >= 100
+    # The same task options as eval and experts record (one parent parser, one selector).
+    assert main(["tasks", "list", "--suite", "miniwob", "--tasks", "focus-text,click-button", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == ["focus-text", "click-button"]
+    assert main(["tasks", "list", "--suite", "miniwob", "--limit", "3", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+
+
+def test_cli_experts_record_writes_demonstrations_of_any_suite_with_experts(capsys, tmp_path):
+    out = tmp_path / "demos.jsonl"
+    assert main(["experts", "record", "--suite", "miniwob", "--tasks", "click-button,enter-text", "--out", str(out),
+                 "--quiet"]) == 0
+    demos = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [d["task_id"] for d in demos] == ["miniwob/click-button", "miniwob/enter-text"]
+    assert all(d["reward"] == 1.0 and d["turns"][0]["response"].startswith("<think>") for d in demos)
+    assert main(["experts", "record", "--suite", "webarena", "--out", str(out), "--quiet"]) == 2
+    assert "arena and MiniWoB++ only" in capsys.readouterr().err
 
 
 def test_cli_eval_prints_the_metrics(capsys, tmp_path):

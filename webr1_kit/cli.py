@@ -26,9 +26,7 @@ from typing import Any
 
 
 def _tasks_list(args: argparse.Namespace) -> int:
-    from .tasks import load_tasks
-
-    tasks = load_tasks(args.suite, split=args.split or _default_split(args.suite))
+    tasks = _select_tasks(args)
     if args.json:
         if args.suite == "miniwob":
             print(json.dumps([t.task_id.split("/", 1)[1] for t in tasks]))
@@ -77,7 +75,21 @@ def _select_tasks(args: argparse.Namespace) -> list:
     wanted = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks else None
     kwargs = _webarena_sources(args) if args.suite in WEBARENA_SUITES else {}
     return select_tasks(args.suite, split=args.split or _default_split(args.suite), names=wanted, limit=args.limit,
-                        seed=args.seed, **kwargs)
+                        seed=getattr(args, "seed", 0), **kwargs)
+
+
+def _task_options(suite: str, suites: str = "miniwob, arena, webarena, webarena-lite (your own WebArena sites), "
+                  "or a .json/.jsonl task file") -> argparse.ArgumentParser:
+    """--suite, --split, --tasks and --limit: how every command picks its tasks (one parent
+    parser, read by `_select_tasks`, which calls `tasks.select_tasks`)."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--suite", default=suite, help=f"{suites} (default {suite})")
+    p.add_argument("--split", default=None,
+                   help="arena split: train (default), test or all; webarena-lite: test (default), train or all")
+    p.add_argument("--tasks", default=None, help="comma-separated task names/ids, or arena template ids "
+                   "(default: all of the suite/split)")
+    p.add_argument("--limit", type=int, default=None, help="a sample of N of the selected tasks, seeded by --seed")
+    return p
 
 
 WEBARENA_SUITES = ("webarena", "webarena-lite")
@@ -342,13 +354,14 @@ def _rl(args: argparse.Namespace) -> int:
 
 
 def _experts_record(args: argparse.Namespace) -> int:
-    """Run the scripted expert on the arena split and write its successful episodes as BC data."""
+    """Run the scripted expert on the selected tasks and write its successful episodes as BC data."""
     from .aio import run
     from .experts import Expert
     from .rollout import run_episodes
     from .trajectory import write_jsonl
 
-    args.suite, args.tasks = "arena", None
+    if args.suite not in ("arena", "miniwob"):
+        raise ValueError(f"--suite {args.suite}: the scripted experts play the arena and MiniWoB++ only")
     tasks = _select_tasks(args)
     result = run(run_episodes(Expert(), tasks, episodes=1, concurrency=args.concurrency, max_turns=args.max_turns,
                               seed=args.seed, progress=not args.quiet))
@@ -450,12 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
     tasks = sub.add_parser("tasks", help="list the tasks of a suite")
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION")
     tsub.required = True
-    tl = tsub.add_parser("list", help="list tasks", description="List the tasks of a suite or task file.")
-    tl.add_argument("--suite", default="miniwob",
-                    help="miniwob, arena, webarena, webarena-lite (configured by environment/config file), "
-                    "or a .json/.jsonl task file")
-    tl.add_argument("--split", default=None,
-                    help="arena split: train (default), test or all; webarena-lite: test (default), train or all")
+    tl = tsub.add_parser("list", help="list tasks", description="List the tasks of a suite or task file.",
+                         parents=[_task_options("miniwob")])
     tl.add_argument("--json", action="store_true", help="print JSON (task names for miniwob, records otherwise)")
     tl.set_defaults(func=_tasks_list)
 
@@ -463,14 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", help="run a policy on tasks and report success",
         description="Run episodes of a policy in a real headless Chromium and report success rate, "
         "invalid-action rate, turns and infrastructure failures.",
+        parents=[_task_options("miniwob")],
     )
-    ev.add_argument("--suite", default="miniwob",
-                    help="miniwob, arena, webarena, webarena-lite (your own WebArena sites), or a .json/.jsonl task file")
-    ev.add_argument("--split", default=None,
-                    help="arena split: train (default), test or all; webarena-lite: test (default), train or all")
-    ev.add_argument("--tasks", default=None, help="comma-separated task names/ids, or arena template ids "
-                    "(default: all of the suite/split)")
-    ev.add_argument("--limit", type=int, default=None, help="run a seeded sample of N of the selected tasks")
     ev.add_argument("--policy", default="scripted",
                     help="expert/scripted: the scripted experts (MiniWoB++ and arena); random: random valid actions; "
                     "embedded: the bundled SmolLM2-135M-Instruct; or a model's Hugging Face id or local path")
@@ -541,11 +544,11 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("experts", help="scripted expert demonstrations (behaviour-cloning data)")
     xsub = ex.add_subparsers(dest="experts_command", metavar="ACTION")
     xsub.required = True
-    xr = xsub.add_parser("record", help="record expert demonstrations on the arena",
-                         description="Run the scripted expert once on each arena task of a split and write the "
-                         "successful episodes (with a <think> rationale per step) as trajectory JSONL.")
-    xr.add_argument("--split", default="train", help="train (default), test or all")
-    xr.add_argument("--limit", type=int, default=None, help="a seeded sample of N tasks")
+    xr = xsub.add_parser("record", help="record expert demonstrations (arena by default, or MiniWoB++)",
+                         description="Run the scripted expert once on each selected task and write the "
+                         "successful episodes (with a <think> rationale per step) as trajectory JSONL, the "
+                         "demonstrations `webr1 sft` and `webr1 rl --demos` read.",
+                         parents=[_task_options("arena", suites="arena or miniwob (the suites with experts)")])
     xr.add_argument("--out", required=True, help="output JSONL file")
     xr.add_argument("--concurrency", type=int, default=4, help="episodes at once (default 4)")
     xr.add_argument("--max-turns", type=int, default=30, help="turn limit per episode (default 30)")
