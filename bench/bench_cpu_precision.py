@@ -38,8 +38,9 @@ def _cpu_seconds() -> tuple[float, float]:
 def measure(policy, tokens: int, repeats: int) -> dict[str, float]:
     import torch
 
+    from webr1_kit.cpu import compute_context
+    from webr1_kit.training import token_logprobs
     from webr1_kit.trajectory import Packed
-    from webr1_kit.training import compute_context, token_logprobs
 
     rng = random.Random(0)
     prompt = [rng.randrange(100, 40000) for _ in range(tokens)]
@@ -84,7 +85,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from webr1_kit.config import LoRA, SamplingConfig
-    from webr1_kit.models import native_bf16_cpu
+    from webr1_kit.cpu import native_bf16_cpu
     from webr1_kit.policy import load_policy
 
     sampling = SamplingConfig(temperature=0.0, max_new_tokens=32)

@@ -83,7 +83,7 @@ class NaivePolicy:
 
         p = self.policy
         prompt = build_prompt(p.tokenizer, intent, history, observation, p.prompt)
-        from webr1_kit.training import compute_context
+        from webr1_kit.cpu import compute_context
 
         torch.manual_seed(seed + len(history))
         precision = compute_context(p.model) if self.autocast else contextlib.nullcontext()

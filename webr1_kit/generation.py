@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .config import SamplingConfig
-from .training import compute_context, trim_memory
+from .cpu import compute_context, trim_memory
 
 
 @dataclass

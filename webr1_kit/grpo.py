@@ -79,7 +79,8 @@ from .errors import InfraWarning
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
-from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs, trim_memory
+from .cpu import trim_memory
+from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs
 from .trajectory import Packed, Trajectory, TrajectoryGroup, pack, write_jsonl
 
 if TYPE_CHECKING:

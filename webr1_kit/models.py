@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import LoRA, PolicyConfig
-from .training import fix_malloc_threshold
+from .cpu import autocast_dtype, fix_malloc_threshold, float32_head
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -134,44 +134,6 @@ def _dtype(cfg: PolicyConfig, device: str) -> Any:
     return torch.float32
 
 
-def native_bf16_cpu() -> bool:
-    """Whether this CPU multiplies bfloat16 natively (AMX or AVX512-BF16; Linux flags).
-    Elsewhere the answer is False and PolicyConfig.cpu_autocast="bfloat16" opts in."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
-
-
-def _autocast_dtype(cfg: PolicyConfig, device: str, dtype: Any) -> Any:
-    """bfloat16 when CPU autocast applies (see PolicyConfig.cpu_autocast), else None."""
-    import torch
-
-    if cfg.cpu_autocast == "off" or device != "cpu" or dtype != torch.float32 or cfg.quantization == "4bit":
-        return None
-    if cfg.cpu_autocast == "bfloat16" or native_bf16_cpu():
-        return torch.bfloat16
-    return None
-
-
-def _float32_head(model: Any) -> None:
-    """Compute the output head in float32 even under autocast: bfloat16 logits would shift
-    log-probs by a few hundredths, enough to move M-GRPO's importance ratios."""
-    import torch
-
-    head = model.get_output_embeddings()
-    if head is None:
-        return
-    forward = head.forward
-
-    def exact(hidden: Any) -> Any:
-        with torch.autocast("cpu", enabled=False):
-            return forward(hidden.float())
-
-    head.forward = exact
-
-
 TRAIN_PACKAGES = ("torch", "transformers", "peft", "safetensors")
 """What loading a model needs: the `train` extra (bitsandbytes and gguf only when used)."""
 
@@ -193,7 +155,7 @@ def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    # Before the first weights are allocated: see training.fix_malloc_threshold.
+    # Before the first weights are allocated: see cpu.fix_malloc_threshold.
     fix_malloc_threshold()
     # peft imports bitsandbytes, which on CPUs with AVX512-BF16 logs a warning that an optional
     # download-at-run-time kernel package is missing. The kit never downloads at run time and
@@ -227,13 +189,13 @@ def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
         ) from None
     if cfg.quantization != "4bit":
         model.to(device)
-    autocast = _autocast_dtype(cfg, device, dtype)
+    autocast = autocast_dtype(cfg, device, dtype)
     if autocast is not None:
         # Measured on this project's 2-core CPU (AMX), with LoRA: prefill 2.4x and training
         # 2.0x the float32 speed (BENCHMARKS.md, "CPU arithmetic"). The mark sits on the
         # transformers model, which a peft wrapper keeps.
         model.webr1_autocast = autocast
-        _float32_head(model)
+        float32_head(model)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     if getattr(tokenizer, "chat_template", None) is None:

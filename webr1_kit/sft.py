@@ -24,7 +24,8 @@ from .config import PromptConfig, SFTConfig, to_dict
 from .observation import Observation
 from .prompt import build_prompt, strip_think
 from .rundir import RunDir, load_checkpoint, save_checkpoint
-from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs, trim_memory
+from .cpu import trim_memory
+from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs
 from .trajectory import Packed, Trajectory
 
 if TYPE_CHECKING:

@@ -4,72 +4,10 @@ directories and checkpoints are in rundir.py)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Sequence
 
+from .cpu import compute_context
 from .trajectory import Packed
-
-
-# ---------------------------------------------------------------- arithmetic and memory
-
-
-_LIBC: Any = None  # the glibc handle once looked up; False where there is none
-
-
-def _libc() -> Any:
-    """glibc, or None (not Linux, or another C library): the malloc policy below is glibc's."""
-    global _LIBC
-    if _LIBC is None:
-        _LIBC = False
-        if sys.platform == "linux":
-            try:
-                import ctypes
-
-                lib = ctypes.CDLL("libc.so.6")
-                if hasattr(lib, "mallopt") and hasattr(lib, "malloc_trim"):  # glibc only
-                    _LIBC = lib
-            except OSError:
-                pass
-    return _LIBC or None
-
-
-
-def fix_malloc_threshold() -> None:
-    """Keep freed tensor memory from piling up in the process (Linux, glibc).
-
-    glibc serves large blocks with mmap and returns them on free, but raises that size
-    threshold (up to 32 MB) and the heap's trim threshold with it each time such a block is
-    freed. After that, the many short-lived 1-32 MB tensors of generation and training come
-    from heap arenas that are not given back: an M-GRPO run on the CPU grew past 23 GB this
-    way. Fixing the threshold turns the adjustment off; `trim_memory` (after every generation
-    batch and optimizer step) hands the freed heap back. A 1 MiB threshold also bounded the
-    memory but mmap-ed every activation, which put 28% of the CPU time in the kernel
-    (BENCHMARKS.md). `models.load_model` calls this before it loads any weights."""
-    lib = _libc()
-    if lib is not None:
-        lib.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD = 32 MiB, fixed
-
-
-def trim_memory() -> None:
-    """Return freed heap memory to the OS (glibc malloc_trim; elsewhere nothing)."""
-    lib = _libc()
-    if lib is not None:
-        lib.malloc_trim(0)
-
-
-def compute_context(model: Any) -> Any:
-    """The autocast context that `load_model` chose for this model (see
-    PolicyConfig.cpu_autocast), or a no-op. Training enters it for every pass and the
-    generator for its prefill (it decodes in float32, which is faster on the CPU); the output
-    head is float32 throughout, so recorded and recomputed log-probs stay within a few
-    hundredths (tests/test_policy.py checks the bound)."""
-    import contextlib
-
-    import torch
-
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    dtype = getattr(base, "webr1_autocast", None)
-    return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 # ---------------------------------------------------------------- scoring tokens
