@@ -121,6 +121,10 @@ def test_a_run_written_before_a_setting_existed_still_resumes(tmp_path):
     assert saved_config(out).policy == SCALES["smoke"].policy
     with pytest.raises(ValueError, match="policy.model"):
         Pipeline(scale_config("smoke", {"policy": {"model": "embedded"}}), out)
+    (out / "pipeline.json").write_text('{"scale": "smo')  # a file cut off mid-write
+    with pytest.raises(ValueError, match="pipeline.json is not valid JSON"):
+        saved_config(out)
+    assert (out / "pipeline.json").read_text() == '{"scale": "smo'  # left as it was
 
 
 def test_the_policy_section_reaches_the_model(tmp_path):

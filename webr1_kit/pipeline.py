@@ -478,7 +478,10 @@ def _saved_config(path: Path) -> dict[str, Any]:
     the kit since the run was written take their defaults (the run still resumes), while a
     saved value that differs from today's config still counts as a difference. Runs saved
     with the model settings at the top level have them moved into the policy section."""
-    data = json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); the run's config is unreadable, nothing was changed") from None
     legacy = {k: data.pop(k) for k in _POLICY_KEYS if k in data}
     if legacy:
         data["policy"] = {**legacy, **data.get("policy", {})}
