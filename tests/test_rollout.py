@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from webr1_kit.browser import BrowserEnv
@@ -13,19 +14,25 @@ from webr1_kit.trajectory import Trajectory, read_jsonl, write_jsonl
 
 
 class CountingExpert(MiniWoBExpert):
-    """The scripted expert, also recording how many contexts the browser has open."""
+    """The scripted expert, also recording how many contexts the browser has open. Its first
+    moves wait (up to 60 s) until `wait_for` contexts are open: episodes start a few at a
+    time (EnvConfig.max_starting), and the expert would otherwise finish the first ones
+    before the last have started."""
 
-    def __init__(self, browser):
-        self.browser, self.peak = browser, 0
+    def __init__(self, browser, wait_for=0):
+        self.browser, self.peak, self.wait_for = browser, 0, wait_for
 
     async def act(self, task, intent, observation, history, seed=0):
+        deadline = asyncio.get_running_loop().time() + 60
+        while len(self.browser._browser.contexts) < self.wait_for and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
         self.peak = max(self.peak, len(self.browser._browser.contexts))
         return await super().act(task, intent, observation, history)
 
 
 async def test_sixteen_concurrent_episodes_share_one_browser(browser):
     tasks = load_tasks("miniwob", names=["click-button", "enter-text"])
-    policy = CountingExpert(browser)
+    policy = CountingExpert(browser, wait_for=16)
     result = await run_episodes(policy, tasks, episodes=8, concurrency=16, browser=browser, seed=5)
     assert len(result.trajectories) == 16
     assert policy.peak == 16  # sixteen isolated contexts open at once, in one Chromium

@@ -109,10 +109,15 @@ class Browser:
 
     def __init__(self, config: EnvConfig | None = None):
         self.config = config or EnvConfig()
+        limit = self.config.max_starting
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"EnvConfig.max_starting must be a positive integer or None, got {limit!r}")
+        self.max_starting = limit or 2 * (os.cpu_count() or 1)
         self._pw: Any = None
         self._browser: Any = None
         self.executable: str | None = None
         self._lock = asyncio.Lock()
+        self._starting = asyncio.Semaphore(self.max_starting)
 
     async def start(self) -> "Browser":
         async with self._lock:
@@ -141,6 +146,11 @@ class Browser:
             await self._pw.stop()
             self._pw = None
             raise
+
+    def starting(self) -> asyncio.Semaphore:
+        """Held while an episode starts (EnvConfig.max_starting): page loads are CPU-bound,
+        so starting a few at a time keeps each one within the navigation timeout."""
+        return self._starting
 
     @property
     def connected(self) -> bool:
@@ -325,6 +335,13 @@ class BrowserEnv:
         self.errors = Counter()
         self._ids, self._blocked, self._notes, self._server_errors = set(), [], [], []
         self._crashed, self._watched = False, []
+        async with self.browser.starting():
+            await self._start(task)
+        self._notes = []
+        return await self._observe(None)
+
+    async def _start(self, task: Task) -> None:
+        """Open the episode's context and start page, and let the suite set the task up."""
         self.context = await self.browser.new_context(self.config)
         self._prefixes = self.suite.origins(task)
         self._allowed = _prefix_pattern(self._prefixes)
@@ -351,8 +368,6 @@ class BrowserEnv:
             raise
         except Exception as exc:
             raise InfraError(f"{task.task_id}: could not start the task: {_first_line(exc)}") from None
-        self._notes = []
-        return await self._observe(None)
 
     async def step(self, action_text: str) -> Step:
         """Parse and perform one action; return (observation, reward, done, info).
