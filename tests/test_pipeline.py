@@ -104,6 +104,26 @@ def test_an_rl_variant_reuses_a_finished_runs_bc_stages(smoke_run, tmp_path):
     assert main(["demo", "--scale", "smoke", "--out", str(tmp_path / "v3"), "--bc-from", str(tmp_path)]) == 2
 
 
+def test_a_variant_runs_from_a_moved_bc_run_whose_stage_files_name_old_paths(smoke_run, tmp_path):
+    """Stage files name adapters relative to where a run was started; a run directory that
+    was moved (or started from another folder) still lends its BC stage, and the variant
+    trains and evaluates from its own copy of the adapter."""
+    import shutil
+
+    out, _ = smoke_run
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    stage = moved / "stages" / "sft.json"
+    stage.write_text(json.dumps({**json.loads(stage.read_text()), "adapter": "somewhere/else/sft/adapter"}))
+    variant = tmp_path / "variant"
+    other = Pipeline(scale_config("smoke", {**EXTRA, "grpo": {"loss_norm": "paper"}}), variant, progress=False)
+    assert "sft" in other.reuse_bc(moved)
+    assert json.loads((variant / "stages" / "sft.json").read_text())["adapter"] == str(variant / "sft" / "adapter")
+    run(other.run())
+    assert other.done("rl") is not None and (variant / "eval" / "rl.jsonl").is_file()
+    assert (variant / "rl" / "adapter" / "adapter_model.safetensors").is_file()
+
+
 def test_a_run_written_before_a_setting_existed_still_resumes(tmp_path):
     out = tmp_path / "old"
     Pipeline(SCALES["smoke"], out)

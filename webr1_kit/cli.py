@@ -521,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Rerunning with the same --out resumes.",
     )
     demo.add_argument("--scale", choices=["cpu", "gpu", "smoke"], default="cpu", help="preset (default cpu)")
-    demo.add_argument("--config", help="YAML/JSON overriding preset fields, e.g. {grpo: {steps: 8}, model: PATH}")
+    demo.add_argument("--config", help="YAML/JSON overriding preset fields, e.g. {grpo: {steps: 8}, policy: {model: PATH}}")
     demo.add_argument("--seed", type=int, default=None, help="seed (default: the preset's, 0)")
     demo.add_argument("--out", help="run directory (default runs/demo-<scale>)")
     demo.add_argument("--quiet", action="store_true", help="no progress bars")

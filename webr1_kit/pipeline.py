@@ -294,14 +294,17 @@ class Pipeline:
                 elif src.is_file():
                     shutil.copy2(src, dst)
             result = json.loads((source / "stages" / f"{stage}.json").read_text())
-            if result.get("adapter"):  # it names the source's adapter: point it at the copy
-                try:
-                    result["adapter"] = str(self.out / Path(result["adapter"]).relative_to(source))
-                except ValueError:
-                    pass
+            if result.get("adapter"):  # the source's BC adapter (the only one these stages name): the copy's
+                result["adapter"] = str(self.adapter("sft"))
             self.mark(stage, result)
             taken.append(stage)
         return taken
+
+    def adapter(self, stage: str) -> Path:
+        """Where the "sft" or "rl" stage keeps its adapter in this run directory. The stages
+        read adapters from here, not from the paths their stage files name: those are
+        relative to wherever the run was started (or name another run, for reused stages)."""
+        return self.out / stage / "adapter"
 
     # -- stages
 
@@ -373,7 +376,7 @@ class Pipeline:
         self.say(f"behaviour cloning on {len(demos)} demonstrations ({sum(len(t.turns) for t in demos)} turns)")
         t0 = time.perf_counter()
         row = train_sft(self.policy(), demos, self.cfg.sft, out=self.out / "sft", progress=self.progress)
-        adapter = self.out / "sft" / "adapter"
+        adapter = self.adapter("sft")
         self.policy().save_adapter(adapter)
         return self.mark("sft", {"adapter": str(adapter), "last": row, "seconds": round(time.perf_counter() - t0, 1)})
 
@@ -398,7 +401,7 @@ class Pipeline:
             demos = list(read_jsonl(self.out / "demos.jsonl"))
         run = await train_grpo(policy, tasks, g, out=self.out / "rl", env_config=self.cfg.env, progress=self.progress,
                                demos=demos)
-        adapter = self.out / "rl" / "adapter"
+        adapter = self.adapter("rl")
         policy.save_adapter(adapter)
         train = [m for m in run.metrics if m.get("phase") == "train"]
         return self.mark("rl", {"adapter": str(adapter), "steps": len(train),
@@ -424,12 +427,12 @@ class Pipeline:
         init = None
         if self.cfg.warmup:
             await self.demonstrations()
-            sft = self.behaviour_cloning()
-            await self.evaluate_stage("bc", Path(sft["adapter"]))
-            init = Path(sft["adapter"])
-        rl = await self.reinforcement(init)
+            self.behaviour_cloning()
+            init = self.adapter("sft")
+            await self.evaluate_stage("bc", init)
+        await self.reinforcement(init)
         self.say("held-out evaluation of the RL policy")
-        await self.evaluate_stage("rl", Path(rl["adapter"]))
+        await self.evaluate_stage("rl", self.adapter("rl"))
         await self.evaluate_stage("base", None)
         self.say("report")
         from .report import write_report
