@@ -394,3 +394,17 @@ def test_loading_a_model_without_the_train_extra_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "peft", None)  # as if it were not installed
     with pytest.raises(PolicyLoadError, match=r"needs peft.*webr1_kit\[train\]"):
         load_policy("tiny")
+
+
+def test_loading_a_model_prints_no_bitsandbytes_kernel_download_warning():
+    """On CPUs with AVX512-BF16, importing bitsandbytes (through peft) tries an optional
+    kernel download and warns when it fails; the kit never downloads at run time, so the
+    warning is silenced before peft is first imported (a fresh interpreter checks it)."""
+    import subprocess
+    import sys
+
+    code = ("from webr1_kit.config import PolicyConfig\nfrom webr1_kit.models import load_model\n"
+            "load_model(PolicyConfig(model='tiny'))\nprint('loaded')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "loaded" in r.stdout, r.stderr[-2000:]
+    assert "kernels-community" not in r.stderr

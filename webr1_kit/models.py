@@ -151,16 +151,17 @@ def require_train_packages() -> None:
 
 def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
     """(model, tokenizer) with the LoRA adapter attached if `cfg.lora` is set."""
+    # peft imports bitsandbytes (so this comes before require_train_packages imports peft),
+    # which on CPUs with AVX512-BF16 logs a warning that an optional download-at-run-time
+    # kernel package is missing. The kit never downloads at run time and 4-bit works without
+    # it, so the message is only noise in every notebook and progress bar.
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
     require_train_packages()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     # Before the first weights are allocated: see cpu.fix_malloc_threshold.
     fix_malloc_threshold()
-    # peft imports bitsandbytes, which on CPUs with AVX512-BF16 logs a warning that an optional
-    # download-at-run-time kernel package is missing. The kit never downloads at run time and
-    # 4-bit works without it, so the message is only noise in every notebook and progress bar.
-    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
     name = resolve_model(cfg.model)
     device = _device(cfg)
