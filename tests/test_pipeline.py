@@ -13,7 +13,7 @@ from webr1_kit.report import success_table, write_report
 
 
 # The smoke preset plus every optional evaluation: a held-out task and sampled evaluations.
-EXTRA = {"heldout_tasks": ["click-link"], "eval_samples": 2}
+EXTRA = {"heldout_tasks": {"suite": "miniwob", "names": ["click-link"]}, "eval_samples": 2}
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,8 @@ def test_evaluation_pages_are_held_out_from_the_demonstrations(smoke_run):
 
 
 def test_heldout_tasks_must_not_be_training_tasks(tmp_path):
-    cfg = scale_config("smoke", {"heldout_tasks": ["click-button"]})
-    with pytest.raises(ValueError, match="heldout_tasks are also training tasks: click-button"):
+    cfg = scale_config("smoke", {"heldout_tasks": {"suite": "miniwob", "names": ["click-button"]}})
+    with pytest.raises(ValueError, match="heldout_tasks are also training tasks: miniwob/click-button"):
         run(Pipeline(cfg, tmp_path / "bad", progress=False).run())
 
 
@@ -145,6 +145,37 @@ def test_a_run_written_before_a_setting_existed_still_resumes(tmp_path):
     with pytest.raises(ValueError, match="pipeline.json is not valid JSON"):
         saved_config(out)
     assert (out / "pipeline.json").read_text() == '{"scale": "smo'  # left as it was
+
+
+def test_runs_saved_with_flat_task_keys_resume_with_the_same_tasks(tmp_path):
+    """Before the task sections, pipeline configs chose tasks with suite, tasks (MiniWoB++
+    names), heldout_tasks, train_limit and eval_limit. Such runs still resume, select the
+    same tasks (the arena's samples with the same seeds), and new configs get an error that
+    shows the sections to write instead."""
+    cases = {
+        "miniwob": ({"suite": "miniwob", "tasks": ["click-button", "focus-text"], "heldout_tasks": ["click-link"],
+                     "train_limit": None, "eval_limit": None},
+                    {"tasks": {"suite": "miniwob", "names": ["click-button", "focus-text"]},
+                     "heldout_tasks": {"suite": "miniwob", "names": ["click-link"]}}),
+        "arena": ({"suite": "arena", "tasks": ["click-button"], "heldout_tasks": [], "train_limit": 5, "eval_limit": 3},
+                  {"tasks": {"suite": "arena", "split": "train", "limit": 5},
+                   "eval_tasks": {"suite": "arena", "split": "test", "limit": 3}}),
+    }
+    for name, (flat, sections) in cases.items():
+        out = tmp_path / name
+        cfg = scale_config("smoke", sections)
+        Pipeline(cfg, out)
+        saved = json.loads((out / "pipeline.json").read_text())
+        for key in ("tasks", "eval_tasks", "heldout_tasks"):
+            saved.pop(key)
+        (out / "pipeline.json").write_text(json.dumps({**saved, **flat}))  # as the older kit wrote it
+        Pipeline(cfg, out)  # resumes: the same config
+        old = saved_config(out)
+        for which in ("train", "eval", "heldout"):
+            assert [t.task_id for t in Pipeline(old, out).tasks(which)] == [t.task_id for t in Pipeline(cfg, out).tasks(which)]
+        with pytest.raises(ValueError, match="tasks are chosen by sections now"):
+            scale_config("smoke", flat)
+    assert len(Pipeline(old, tmp_path / "arena").tasks("eval")) == 3
 
 
 def test_the_policy_section_reaches_the_model(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import webr1_kit as wk
 from webr1_kit.config import PromptConfig
 from webr1_kit.observation import Observation
-from webr1_kit.pipeline import Pipeline, scale_config
+from webr1_kit.pipeline import Pipeline, _tasks, scale_config
 from webr1_kit.report import results_table, token_stats
 from webr1_kit.stats import compare_paired
 from webr1_kit.trajectory import Trajectory, Turn, write_jsonl
@@ -75,8 +75,9 @@ def test_compare_paired_counts_changes_on_the_same_episodes(tmp_path):
 def test_pipeline_tasks_and_finished_evaluations(tmp_path):
     p = Pipeline(scale_config("smoke"), tmp_path / "run", progress=False)
     assert [t.task_id for t in p.tasks("train")] == [t.task_id for t in p.tasks("eval")]
-    assert len(p.tasks()) == len(scale_config("smoke").tasks)
-    with pytest.raises(ValueError, match="train.*eval"):
+    assert len(p.tasks()) == len(scale_config("smoke").tasks.names)
+    assert p.tasks("heldout") == []  # the preset names none
+    with pytest.raises(ValueError, match="train.*eval.*heldout"):
         p.tasks("test")
     assert p.evaluations() == {}
     for name in ("base", "bc"):
@@ -130,5 +131,7 @@ def test_the_benchmark_pipeline_configs_still_load():
     for f in files:
         overrides = json.loads(f.read_text())
         cfg = scale_config("cpu", overrides)
-        assert cfg.suite == overrides.get("suite", "miniwob")
+        expected = overrides["tasks"]["suite"] if "tasks" in overrides else "miniwob"
+        assert cfg.tasks.suite == expected
+        assert _tasks(cfg, "train") and _tasks(cfg, "eval")  # every section selects tasks
         assert cfg.grpo.steps == overrides.get("grpo", {}).get("steps", cfg.grpo.steps)

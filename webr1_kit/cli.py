@@ -220,7 +220,7 @@ def _demo(args: argparse.Namespace) -> int:
     cfg = scale_config(args.scale, overrides)
     out = Path(args.out or f"runs/demo-{args.scale}")
     print(f"webr1 demo: the WebAgent-R1 recipe at {args.scale} scale ({cfg.policy.model} on "
-          f"{cfg.suite}) into {out}/ (rerun the same command to resume)", file=sys.stderr)
+          f"{cfg.tasks.suite}) into {out}/ (rerun the same command to resume)", file=sys.stderr)
     if args.bc_from:
         from .pipeline import Pipeline
 
@@ -284,18 +284,11 @@ def _policy_from(cfg: dict[str, Any], adapter: str | None = None) -> Any:
 
 
 def _task_selection(spec: Any, default_split: str, seed: int, where: str) -> list:
-    """Tasks from a config section {suite, split, names, limit}."""
+    """Tasks from a config section (`config.TaskSelection`: suite, split, names, limit)."""
+    from .config import TaskSelection
     from .tasks import select_tasks
 
-    spec = dict(spec or {})
-    unknown = set(spec) - {"suite", "split", "names", "limit"}
-    if unknown:
-        from .config import ConfigError
-
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: suite, split, names, limit")
-    suite = spec.get("suite", "arena")
-    return select_tasks(suite, split=spec.get("split", default_split if suite == "arena" else None),
-                        names=spec.get("names"), limit=spec.get("limit"), seed=f"{seed}/{where}")
+    return select_tasks(_section({where: spec}, where, TaskSelection), split=default_split, seed=f"{seed}/{where}")
 
 
 def _sft(args: argparse.Namespace) -> int:

@@ -109,6 +109,28 @@ ROLLOUT = RolloutConfig()
 """The rollout defaults, as an instance (function signatures read their defaults from it)."""
 
 
+@dataclass(frozen=True)
+class TaskSelection:
+    """Which tasks a stage works on: the `tasks`, `eval_tasks` and `heldout_tasks` sections of
+    a run config, read by `tasks.select_tasks` for every entry point (`webr1 demo`, `webr1 rl`,
+    `Pipeline`, the notebooks), so the same section gives the same tasks everywhere."""
+
+    suite: str = "arena"
+    """"miniwob", "arena", "webarena", "webarena-lite" (a user's own WebArena sites), or the
+    path of a JSON/JSONL task file."""
+
+    split: str | None = None
+    """"train", "test" or "all", for suites with splits (the arena, WebArena-Lite). None: the
+    stage's own (training stages take "train", evaluations "test")."""
+
+    names: tuple[str, ...] | None = None
+    """Only these tasks (MiniWoB++ names like "click-button", task ids, or arena templates).
+    None: every task of the suite (and split)."""
+
+    limit: int | None = None
+    """At most this many of them, a sample fixed by the run's seed. None: all."""
+
+
 def field_docs(cls: type) -> dict[str, str]:
     """Return {field name: docstring} for a dataclass whose fields have docstrings below them."""
     return dict(_field_docs(cls))

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import (ROLLOUT, ConfigError, EnvConfig, GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig,
-                     from_dict, to_dict)
+                     TaskSelection, from_dict, to_dict)
 from .tasks.miniwob import MINIWOB_TRAIN_TASKS
 
 MINIWOB_TASKS = MINIWOB_TRAIN_TASKS[:5]
@@ -55,17 +55,13 @@ class PipelineConfig:
     LoRA, 4-bit QLoRA, dtype, device, CPU autocast). Its LoRA adapter is what BC and
     M-GRPO train, so `lora` may not be None here."""
 
-    suite: str = "miniwob"
-    """"miniwob" or "arena"."""
+    tasks: TaskSelection = TaskSelection(suite="miniwob", names=MINIWOB_TASKS)
+    """The training tasks: demonstrations, BC and M-GRPO (`webr1 rl`'s `tasks` section)."""
 
-    tasks: tuple[str, ...] = MINIWOB_TASKS
-    """MiniWoB++ task names (suite miniwob). For the arena: ignored (the splits are used)."""
-
-    train_limit: int | None = None
-    """Arena only: at most this many train-split tasks (None: all)."""
-
-    eval_limit: int | None = None
-    """Arena only: at most this many test-split tasks for evaluation (None: all)."""
+    eval_tasks: TaskSelection | None = None
+    """The tasks every policy is evaluated on. None: the training tasks themselves, on page
+    seeds never used for training; only MiniWoB++ tasks have page seeds, so a run on another
+    suite names its held-out tasks here, e.g. {"suite": "arena", "split": "test"}."""
 
     warmup: bool = True
     """Behaviour-clone the demonstrations before RL. False: RL from the base model (the
@@ -77,9 +73,10 @@ class PipelineConfig:
     eval_episodes: int = 8
     """Held-out episodes per evaluation task (MiniWoB++: fresh page seeds, never trained on)."""
 
-    heldout_tasks: tuple[str, ...] = ()
-    """MiniWoB++ tasks never used for demonstrations or RL. Every policy is also evaluated on
-    them (evaluation "<stage>-heldout-tasks"), to see whether what it learned transfers."""
+    heldout_tasks: TaskSelection | None = None
+    """Tasks never used for demonstrations or RL, e.g. {"suite": "miniwob", "names": [...]}.
+    Every policy is also evaluated on them (evaluation "<stage>-heldout-tasks"), to see
+    whether what it learned transfers. None: no such evaluation."""
 
     eval_samples: int = 0
     """Also evaluate the BC and RL policies sampled at the training temperature, this many
@@ -110,7 +107,8 @@ class PipelineConfig:
 
 SCALES: dict[str, PipelineConfig] = {
     "smoke": PipelineConfig(
-        scale="smoke", policy=PolicyConfig(model="tiny", lora=LoRA(r=4, alpha=8)), tasks=("click-button", "focus-text"),
+        scale="smoke", policy=PolicyConfig(model="tiny", lora=LoRA(r=4, alpha=8)),
+        tasks=TaskSelection(suite="miniwob", names=("click-button", "focus-text")),
         demos_per_task=2, eval_episodes=2, max_turns=2, concurrency=4,
         sampling=SamplingConfig(max_new_tokens=16, max_batch=8),
         sft=SFTConfig(epochs=1, batch_size=4, warmup_steps=0),
@@ -125,8 +123,9 @@ SCALES: dict[str, PipelineConfig] = {
                         lr=5e-5, save_every=1),
     ),
     "gpu": PipelineConfig(
-        scale="gpu", policy=PolicyConfig(model="Qwen/Qwen2.5-3B-Instruct", dtype="bfloat16"), suite="arena", train_limit=None,
-        eval_limit=None, demos_per_task=1, eval_episodes=1, max_turns=15, concurrency=16,
+        scale="gpu", policy=PolicyConfig(model="Qwen/Qwen2.5-3B-Instruct", dtype="bfloat16"),
+        tasks=TaskSelection(suite="arena", split="train"), eval_tasks=TaskSelection(suite="arena", split="test"),
+        demos_per_task=1, eval_episodes=1, max_turns=15, concurrency=16,
         sampling=SamplingConfig(max_new_tokens=256, max_batch=32),
         sft=SFTConfig(epochs=2, batch_size=16),
         grpo=GRPOConfig(steps=100, tasks_per_step=16, group_size=4, max_turns=15, concurrency=32, eval_every=20),
@@ -135,7 +134,9 @@ SCALES: dict[str, PipelineConfig] = {
 
 
 def scale_config(scale: str, overrides: dict[str, Any] | None = None) -> PipelineConfig:
-    """A preset, with `overrides` (a mapping shaped like PipelineConfig) applied and checked."""
+    """A preset, with `overrides` (a mapping shaped like PipelineConfig) applied and checked:
+    sections are merged into the preset's key by key, except the task sections, which
+    replace the preset's whole."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
     base = to_dict(SCALES[scale])
@@ -143,8 +144,14 @@ def scale_config(scale: str, overrides: dict[str, Any] | None = None) -> Pipelin
     if moved:
         raise ConfigError(f"pipeline: {', '.join(map(repr, moved))} belong in the policy section now, "
                           f"e.g. {{\"policy\": {{\"{moved[0]}\": ...}}}}")
+    if _flat_tasks(overrides or {}):
+        raise ConfigError("pipeline: tasks are chosen by sections now, as in webr1 rl: "
+                          f"{json.dumps(_task_sections(dict(overrides or {}), base['tasks']))} "
+                          "(keys suite, split, names, limit; see TaskSelection)")
     for key, value in (overrides or {}).items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
+        # A task section is one choice (a suite's names mean nothing in another suite), so it
+        # is taken whole; the other sections are merged key by key into the preset's.
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and key not in _TASK_SECTIONS:
             base[key] = {**base[key], **value}
         else:
             base[key] = value
@@ -158,25 +165,34 @@ def scale_config(scale: str, overrides: dict[str, Any] | None = None) -> Pipelin
 
 
 def _tasks(cfg: PipelineConfig, which: str) -> list:
-    """The training ("train") or evaluation ("eval") tasks: the MiniWoB++ tasks named by
-    the config (evaluated on unseen page seeds), or the arena's split, sampled to its limit."""
+    """The "train" tasks (demonstrations and RL), the "eval" tasks (held-out evaluation) or
+    the "heldout" tasks (never trained on; [] when the config names none), each selected by
+    `tasks.select_tasks` from its section. Limits draw with the seeds "<seed>/train" and
+    "<seed>/eval" (and "<seed>/heldout"), so training and evaluation samples are independent."""
     from .tasks import select_tasks
 
-    if cfg.suite == "miniwob":
-        return select_tasks("miniwob", names=list(cfg.tasks))
-    return select_tasks("arena", split="train" if which == "train" else "test",
-                        limit=cfg.train_limit if which == "train" else cfg.eval_limit, seed=f"{cfg.seed}/{which}")
+    if which not in ("train", "eval", "heldout"):
+        raise ValueError(f"which must be 'train', 'eval' or 'heldout', got {which!r}")
+    sel = {"train": cfg.tasks, "eval": cfg.eval_tasks, "heldout": cfg.heldout_tasks}[which]
+    if which == "eval" and sel is None:
+        if cfg.tasks.suite != "miniwob":
+            raise ValueError(f"eval_tasks: {cfg.tasks.suite} tasks have no page seeds to hold out, so the "
+                             "evaluation needs tasks of its own, e.g. {\"eval_tasks\": {\"suite\": \"arena\", "
+                             "\"split\": \"test\"}}")
+        sel = cfg.tasks  # the same tasks, on page seeds never trained on
+    if sel is None:
+        return []
+    return select_tasks(sel, split="train" if which == "train" else "test", seed=f"{cfg.seed}/{which}")
 
 
-def _heldout_tasks(cfg: PipelineConfig) -> list:
-    from .tasks import load_tasks
-
-    if cfg.heldout_tasks and cfg.suite != "miniwob":
-        raise ValueError("heldout_tasks names MiniWoB++ tasks; the arena holds its tasks out by split")
-    overlap = set(cfg.heldout_tasks) & set(cfg.tasks)
+def _check_tasks(cfg: PipelineConfig) -> None:
+    """Select every task section now (a bad name fails before an hour of training), and
+    refuse held-out tasks that are also training tasks."""
+    train = {t.task_id for t in _tasks(cfg, "train")}
+    _tasks(cfg, "eval")
+    overlap = train & {t.task_id for t in _tasks(cfg, "heldout")}
     if overlap:
         raise ValueError(f"heldout_tasks are also training tasks: {', '.join(sorted(overlap))}")
-    return load_tasks("miniwob", names=list(cfg.heldout_tasks)) if cfg.heldout_tasks else []
 
 
 def _episodes(cfg: PipelineConfig, which: str) -> int:
@@ -236,9 +252,8 @@ class Pipeline:
         return result
 
     def tasks(self, which: str = "train") -> list:
-        """The tasks of this config: "train" (demonstrations and RL) or "eval" (held out)."""
-        if which not in ("train", "eval"):
-            raise ValueError(f"which must be 'train' or 'eval', got {which!r}")
+        """The tasks of this config: "train" (demonstrations and RL), "eval" (the held-out
+        evaluation) or "heldout" (never trained on; [] when the config names none)."""
         return _tasks(self.cfg, which)
 
     def evaluations(self) -> dict[str, Path]:
@@ -412,7 +427,7 @@ class Pipeline:
         """Every evaluation of one policy the config asks for: greedy on unseen pages of the
         training tasks, greedy on the held-out tasks, sampled on the unseen pages."""
         await self.evaluate(stage, adapter)
-        heldout = _heldout_tasks(self.cfg)
+        heldout = _tasks(self.cfg, "heldout")
         if heldout:
             await self.evaluate(f"{stage}-heldout-tasks", adapter, tasks=heldout)
         if self.cfg.eval_samples and adapter is not None:
@@ -423,7 +438,7 @@ class Pipeline:
         row is context for the others, and it is the slowest to evaluate (its invalid answers
         use up every turn), so an interrupted run has the BC and RL results first."""
         t0 = time.perf_counter()
-        _heldout_tasks(self.cfg)  # a bad list fails now, not after an hour of training
+        _check_tasks(self.cfg)
         init = None
         if self.cfg.warmup:
             await self.demonstrations()
@@ -488,7 +503,41 @@ def _saved_config(path: Path) -> dict[str, Any]:
     legacy = {k: data.pop(k) for k in _POLICY_KEYS if k in data}
     if legacy:
         data["policy"] = {**legacy, **data.get("policy", {})}
+    if _flat_tasks(data):
+        data = _task_sections(data, {"suite": "miniwob", "names": list(MINIWOB_TASKS)})
     return _as_saved(from_dict(PipelineConfig, data, where=str(path)))
+
+
+_FLAT_TASK_KEYS = ("suite", "train_limit", "eval_limit")
+_TASK_SECTIONS = ("tasks", "eval_tasks", "heldout_tasks")
+
+
+def _flat_tasks(data: dict[str, Any]) -> bool:
+    """Whether `data` chooses tasks the way pipeline configs did before the task sections
+    (suite, tasks and heldout_tasks as lists of MiniWoB++ names, train_limit, eval_limit)."""
+    return bool(set(data) & set(_FLAT_TASK_KEYS)) or any(isinstance(data.get(k), (list, tuple))
+                                                         for k in ("tasks", "heldout_tasks"))
+
+
+def _task_sections(data: dict[str, Any], tasks: dict[str, Any]) -> dict[str, Any]:
+    """`data` with the old flat task keys replaced by the sections that select the same
+    tasks with the same seeds: MiniWoB++ names, or the arena's train split (train_limit)
+    evaluated on its test split (eval_limit). `tasks`: the section when none is named."""
+    data = dict(data)
+    suite = data.pop("suite", tasks.get("suite", "miniwob"))
+    names = data.pop("tasks", None)
+    train_limit, eval_limit = data.pop("train_limit", None), data.pop("eval_limit", None)
+    held = data.pop("heldout_tasks", None)
+    if suite == "miniwob":
+        data["tasks"] = {"suite": "miniwob", "names": list(names if isinstance(names, (list, tuple)) else tasks["names"])}
+    else:
+        data["tasks"] = {"suite": suite, "split": "train", "limit": train_limit}
+        data["eval_tasks"] = {"suite": suite, "split": "test", "limit": eval_limit}
+    if isinstance(held, dict) or held is None:
+        data["heldout_tasks"] = held
+    else:
+        data["heldout_tasks"] = {"suite": "miniwob", "names": list(held)} if held else None
+    return data
 
 
 def saved_config(out: str | Path) -> PipelineConfig:

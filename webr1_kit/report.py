@@ -229,13 +229,25 @@ def _changes(out: Path, kind: str = "") -> str:
             f"if the stage made no difference.{caveat}</p><ul>{''.join(lines)}</ul>")
 
 
+def _run_config(out: Path) -> dict[str, Any]:
+    """Scale, model, suite and seed of the run in `out`, read as a resumed run reads its
+    config (older layouts included); "?" for what cannot be read."""
+    from .config import ConfigError
+    from .pipeline import saved_config
+
+    try:
+        cfg = saved_config(out)
+    except (ValueError, ConfigError):
+        return dict.fromkeys(("scale", "model", "suite", "seed"), "?")
+    return {"scale": cfg.scale, "model": cfg.policy.model, "suite": cfg.tasks.suite, "seed": cfg.seed}
+
+
 def write_report(out: str | Path, path: str | Path | None = None) -> Path:
     """Write <out>/report.html (or `path`) from the pipeline run in `out`; returns its path."""
     from .viz.page import esc
 
     out = Path(out)
-    cfg_path = out / "pipeline.json"
-    cfg = json.loads(cfg_path.read_text()) if cfg_path.is_file() else {}
+    cfg = _run_config(out)
     rows = success_table(out)
     more = "".join(f"<h2>{esc(heading)}</h2>" + _table(extra) + _changes(out, kind) + _per_task(extra)
                    for kind, heading in EVALUATIONS[1:] if (extra := success_table(out, kind)))
@@ -252,8 +264,8 @@ def write_report(out: str | Path, path: str | Path | None = None) -> Path:
             if secs is not None:
                 timing.append(f"<li>{esc(name)}: {float(secs) / 60:.1f} min</li>")
     demos = _stage(out, "demos") or {}
-    intro = (f"<p>Scale <b>{esc(cfg.get('scale', '?'))}</b>, model <b>{esc(cfg.get('policy', {}).get('model', cfg.get('model', '?')))}</b>, "
-             f"suite <b>{esc(cfg.get('suite', '?'))}</b>, seed {esc(cfg.get('seed', '?'))}. "
+    intro = (f"<p>Scale <b>{esc(cfg['scale'])}</b>, model <b>{esc(cfg['model'])}</b>, "
+             f"suite <b>{esc(cfg['suite'])}</b>, seed {esc(cfg['seed'])}. "
              f"Expert demonstrations: {demos.get('successful', '–')} successful of {demos.get('episodes', '–')}. "
              "Held-out episodes are greedy (temperature 0) on page seeds never used for demonstrations or RL.</p>")
     notes = "".join(f"<li>{esc(m)}</li>" for m in missing)

@@ -81,17 +81,27 @@ def load_tasks(source: str, names: list[str] | None = None, split: str | None = 
     raise ValueError(f"unknown task source {source!r}: use one of {', '.join(SUITES)} or a .json/.jsonl file")
 
 
-def select_tasks(source: str = "arena", split: str | None = None, names: list[str] | None = None,
+def select_tasks(source: "str | TaskSelection" = "arena", split: str | None = None, names: list[str] | None = None,
                  limit: int | None = None, seed: int | str = 0, **kwargs) -> list[Task]:
     """The tasks a run works on: `load_tasks(source, names, split)`, then, with `limit`, a
     seeded sample of that many (in the sample's order). The command line, the pipeline and
     `webr1 rl` configs all select through here, so the same settings give the same tasks.
 
-    seed: any int or string; callers salt it ("0/train", "0/eval") so that a run's training
-    and evaluation samples are drawn independently. Raises ValueError when nothing matches.
+    source: a suite name or task file, or a run config's `config.TaskSelection` section,
+    whose fields then stand for the keywords; `split` is then the stage's default ("train"
+    or "test"), used for an arena section that names no split. seed: any int or string;
+    callers salt it ("0/train", "0/eval") so that a run's training and evaluation samples
+    are drawn independently. Raises ValueError when nothing matches.
     """
     import random
 
+    from ..config import TaskSelection
+
+    if isinstance(source, TaskSelection):
+        sel = source
+        source, limit = sel.suite, sel.limit
+        split = sel.split if sel.split is not None else (split if sel.suite == "arena" else None)
+        names = list(sel.names) if sel.names is not None else None
     tasks = load_tasks(source, names=names, split=split, **kwargs)
     if not tasks:
         raise ValueError(f"no {source} tasks selected (split={split!r}, names={names!r})")
