@@ -33,13 +33,13 @@ def test_every_stage_runs_and_the_report_holds_them(smoke_run):
     assert [r["stage"] for r in rows] == ["base", "bc", "rl"]
     cfg = scale_config("smoke", EXTRA)
     for r in rows:
-        assert r["episodes"] + r["infra_failures"] == len(cfg.tasks) * cfg.eval_episodes
+        assert r["episodes"] + r["infra_failures"] == len(cfg.tasks.names) * cfg.eval_episodes
         assert 0.0 <= r["ci95"][0] <= r["ci95"][1] <= 1.0
     heldout = success_table(out, "-heldout-tasks")
     assert [r["stage"] for r in heldout] == ["base", "bc", "rl"]
     assert all(set(r["per_task"]) == {"miniwob/click-link"} for r in heldout)
     sampled = success_table(out, "-sampled")
-    assert [r["episodes"] + r["infra_failures"] for r in sampled] == [len(cfg.tasks) * cfg.eval_episodes * 2] * 2
+    assert [r["episodes"] + r["infra_failures"] for r in sampled] == [len(cfg.tasks.names) * cfg.eval_episodes * 2] * 2
     html = report.read_text()
     for text in ("Base model (no training)", "After BC warm-up", "After BC + M-GRPO", "Behaviour cloning", "M-GRPO",
                  "data:image/png;base64,", "What each stage changed", "base &rarr; bc: on the same",
@@ -48,7 +48,7 @@ def test_every_stage_runs_and_the_report_holds_them(smoke_run):
     assert "src='http" not in html and 'src="http' not in html and "<link" not in html  # self-contained
     # the demonstrations are real expert successes on the training pages
     demos = json.loads((out / "stages" / "demos.json").read_text())
-    assert demos["successful"] == demos["episodes"] == len(cfg.tasks) * cfg.demos_per_task
+    assert demos["successful"] == demos["episodes"] == len(cfg.tasks.names) * cfg.demos_per_task
 
 
 def test_evaluation_pages_are_held_out_from_the_demonstrations(smoke_run):
