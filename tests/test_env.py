@@ -9,6 +9,7 @@ import struct
 
 import pytest
 
+from http_helpers import PageServer
 from webr1_kit.browser import BrowserEnv, InfraError, find_browser, BrowserNotFound
 from webr1_kit.config import EnvConfig
 from webr1_kit.tasks import Task
@@ -295,45 +296,11 @@ async def test_closed_page_mid_episode_raises_infra_error(env, fixture_server):
         await env.step(f'do(action="Click", element="{el(obs, "Save")}")')
 
 
-class _SlowPages:
-    """A server whose pages take 0.3 s each, counting how many are requested at once."""
-
-    def __init__(self):
-        import http.server
-        import threading
-        import time
-
-        lock, slow = threading.Lock(), self
-        self.now = self.most = 0
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                with lock:
-                    slow.now += 1
-                    slow.most = max(slow.most, slow.now)
-                time.sleep(0.3)
-                with lock:
-                    slow.now -= 1
-                body = b"<html><body><button>Go</button></body></html>"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-
-
 @pytest.mark.parametrize("limit", [2, 6])
 async def test_max_starting_bounds_how_many_episodes_start_at_once(limit):
     from webr1_kit.browser import Browser
 
-    slow = _SlowPages()
+    slow = PageServer(delay_s=0.3)
     task = Task(task_id="slow", intent="x", start_url=slow.url + "/start.html",
                 eval={"eval_types": ["url_match"], "reference_url": slow.url + "/done"})
     try:
@@ -343,7 +310,7 @@ async def test_max_starting_bounds_how_many_episodes_start_at_once(limit):
             for e in envs:
                 await e.close()
     finally:
-        slow.httpd.shutdown()
+        slow.stop()
     assert all(o.url.endswith("/start.html") for o in observations)  # every episode started
     assert slow.most == limit  # never more at once than the limit, and the limit is used
 

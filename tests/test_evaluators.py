@@ -6,13 +6,12 @@ InfraError)."""
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import socket
-import threading
 
 import pytest
 
+from http_helpers import PageServer
 from webr1_kit.browser import BrowserEnv, InfraError
 from webr1_kit.tasks import Task, load_task_file
 from webr1_kit.tasks.evaluators import (
@@ -221,28 +220,12 @@ def test_url_match_without_reference_is_unavailable():
 # ---------------------------------------------------------------- program_html (real Chromium)
 
 
-class _Error500(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - stdlib name
-        body = b"<html><body>Internal error: Alice $25.99</body></html>"
-        self.send_response(500)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def error_server():
     """A real HTTP server on 127.0.0.1 that answers every request with HTTP 500."""
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Error500)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    server = PageServer(b"<html><body>Internal error: Alice $25.99</body></html>", status=500)
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture
