@@ -55,6 +55,10 @@ def test_public_names_resolve():
         assert getattr(wk, name) is not None
     with pytest.raises(AttributeError):
         wk.no_such_thing  # noqa: B018
+    assert len(wk.__all__) <= 30  # the names a notebook needs; the rest stay in their modules
+    from webr1_kit.trajectory import read_jsonl
+
+    assert wk.trajectory.read_jsonl is read_jsonl  # modules are reachable as attributes too
 
 
 def test_config_from_dict_names_the_bad_key_and_allowed_values():

@@ -12,45 +12,39 @@ needs them is first used (attributes below are resolved lazily).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> module that defines it: what a notebook or a short script needs, by task.
+# Everything else is imported from its module (e.g. `from webr1_kit.trajectory import
+# Trajectory`); docs/ARCHITECTURE.md maps the modules.
 _EXPORTS = {
+    # tasks and the browser environment
+    "load_tasks": "tasks",
+    "check_tasks": "conformance",
     "EnvConfig": "config",
-    "ConfigError": "config",
-    "run": "aio",
-    "Browser": "browser",
     "BrowserEnv": "browser",
     "InfraError": "errors",
-    "Observation": "observation",
-    "Action": "actions",
-    "ActionError": "actions",
     "parse_action": "actions",
     "action_docs": "actions",
-    "Task": "tasks",
-    "Verdict": "tasks",
-    "load_tasks": "tasks",
-    "select_tasks": "tasks",
-    "Turn": "trajectory",
-    "Trajectory": "trajectory",
-    "run_episode": "rollout",
+    # playing episodes
+    "run": "aio",
     "run_episodes": "rollout",
-    "MiniWoBExpert": "experts",
     "Expert": "experts",
-    "RandomPolicy": "baselines",
-    "LoRA": "config",
-    "PolicyConfig": "config",
-    "PromptConfig": "config",
+    "MiniWoBExpert": "experts",
+    # models and training
+    "load_policy": "policy",
     "SamplingConfig": "config",
     "SFTConfig": "config",
     "GRPOConfig": "config",
-    "load_policy": "policy",
-    "LLMPolicy": "policy",
-    "TrajectoryGroup": "trajectory",
     "train_sft": "sft",
     "train_grpo": "grpo",
+    # the whole recipe
+    "Pipeline": "pipeline",
+    "scale_config": "pipeline",
+    # looking at results
     "show": "viz",
     "show_group": "viz",
     "show_tokens": "viz",
@@ -58,15 +52,8 @@ _EXPORTS = {
     "plot_runs": "viz",
     "plot_success": "viz",
     "LiveDashboard": "viz",
-    "Pipeline": "pipeline",
-    "PipelineConfig": "pipeline",
-    "scale_config": "pipeline",
-    "run_pipeline": "pipeline",
-    "write_report": "report",
     "results_table": "report",
     "compare_paired": "stats",
-    "check_tasks": "conformance",
-    "evaluate_policy": "grpo",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -75,6 +62,9 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
+        # A module of the package (`wk.viz.save_gif`, `wk.trajectory.read_jsonl`), imported on first use.
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module 'webr1_kit' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
