@@ -124,7 +124,7 @@ def test_cli_experts_record_writes_demonstrations_of_any_suite_with_experts(caps
 
 
 def test_cli_eval_prints_the_metrics(capsys, tmp_path):
-    rc = main(["eval", "--suite", "miniwob", "--tasks", "click-button,focus-text", "--policy", "scripted",
+    rc = main(["eval", "--suite", "miniwob", "--tasks", "click-button,focus-text", "--policy", "expert",
                "--episodes", "2", "--concurrency", "2", "--json", "--quiet", "--out", str(tmp_path / "run")])
     assert rc == 0
     m = json.loads(capsys.readouterr().out)
@@ -132,7 +132,7 @@ def test_cli_eval_prints_the_metrics(capsys, tmp_path):
         assert key in m
     assert m["episodes"] == 4 and m["success_rate"] == 1.0
     assert {p.name for p in (tmp_path / "run").iterdir()} == {"trajectories.jsonl", "metrics.json", "config.json"}
-    rc = main(["eval", "--suite", "miniwob", "--tasks", "click-button", "--policy", "scripted", "--episodes", "2",
+    rc = main(["eval", "--suite", "miniwob", "--tasks", "click-button", "--policy", "expert", "--episodes", "2",
                "--samples-per-page", "3", "--json", "--quiet", "--out", str(tmp_path / "sampled")])
     m = json.loads(capsys.readouterr().out)
     assert rc == 0 and m["episodes"] == 6 and m["samples_per_page"] == 3
@@ -141,6 +141,8 @@ def test_cli_eval_prints_the_metrics(capsys, tmp_path):
     assert seeds == [first[0]] * 3 + [first[1]] * 3  # the pages of the plain run, three plays each
     assert main(["eval", "--tasks", "click-button", "--samples-per-page", "0", "--quiet"]) == 2
     assert "--samples-per-page must be 1 or more" in capsys.readouterr().err
+    assert main(["eval", "--tasks", "click-button", "--policy", "scripted", "--quiet"]) == 2
+    assert 'called "expert" now' in capsys.readouterr().err  # one name for the scripted experts
 
 
 def test_cli_bad_input_names_the_problem(capsys, tmp_path):

@@ -2,7 +2,7 @@
 
     import webr1_kit as wk
     tasks = wk.load_tasks("miniwob", names=["click-button"])
-    result = await wk.run_episodes(wk.MiniWoBExpert(), tasks, episodes=16, concurrency=16)
+    result = await wk.run_episodes(wk.Expert(), tasks, episodes=16, concurrency=16)
     result.metrics["success_rate"]
 
 Importing the package is light: torch and playwright load only when a name that
@@ -33,7 +33,6 @@ _EXPORTS = {
     "run": "aio",
     "run_episodes": "rollout",
     "Expert": "experts",
-    "MiniWoBExpert": "experts",
     # models and training
     "load_policy": "policy",
     "SamplingConfig": "config",

@@ -2,7 +2,7 @@
 
     webr1 tasks list --suite miniwob --json
     webr1 tasks list --suite arena --split test --json
-    webr1 eval --suite miniwob --tasks click-button,enter-text --policy scripted --episodes 16 --concurrency 8 --json
+    webr1 eval --suite miniwob --tasks click-button,enter-text --policy expert --episodes 16 --concurrency 8 --json
     webr1 eval --suite arena --split test --policy expert --json
     webr1 eval --suite webarena-lite --split test --policy PATH     # your own WebArena sites
     webr1 webarena check
@@ -39,7 +39,7 @@ def _tasks_list(args: argparse.Namespace) -> int:
     return 0
 
 
-POLICIES = ("expert", "scripted", "random", "embedded")
+POLICIES = ("expert", "random", "embedded")
 """Built-in policy names; any other --policy value is a model (Hugging Face id or local path)."""
 
 
@@ -49,7 +49,9 @@ def _default_split(suite: str) -> str | None:
 
 def _make_policy(name: str, seed: int, args: argparse.Namespace | None = None) -> Any:
     """A scripted policy by name, or a language model ("embedded", a Hub id or a path)."""
-    if name in ("expert", "scripted"):
+    if name == "scripted":
+        raise ValueError('--policy scripted is called "expert" now (the scripted experts of MiniWoB++ and the arena)')
+    if name == "expert":
         from .experts import Expert
 
         return Expert()
@@ -467,8 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
         "invalid-action rate, turns and infrastructure failures.",
         parents=[_task_options("miniwob")],
     )
-    ev.add_argument("--policy", default="scripted",
-                    help="expert/scripted: the scripted experts (MiniWoB++ and arena); random: random valid actions; "
+    ev.add_argument("--policy", default="expert",
+                    help="expert: the scripted experts (MiniWoB++ and arena); random: random valid actions; "
                     "embedded: the bundled SmolLM2-135M-Instruct; or a model's Hugging Face id or local path")
     ev.add_argument("--adapter", help="a saved LoRA adapter directory to load on the model")
     ev.add_argument("--temperature", type=float, default=0.0, help="model sampling temperature (default 0: greedy)")
