@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +137,7 @@ def _read_config(path: str) -> dict[str, Any]:
 
 def _eval(args: argparse.Namespace) -> int:
     from .aio import run
-    from .rollout import run_episodes
+    from .rollout import evaluate
     from .trajectory import write_jsonl
 
     if args.max_invalid < 0:
@@ -153,17 +152,10 @@ def _eval(args: argparse.Namespace) -> int:
         for warning in preflight(tasks):  # raises InfraError when a site the tasks need is down
             print(f"webr1: warning: {warning}", file=sys.stderr)
     policy = _make_policy(args.policy, args.seed, args)
-    # A model policy evaluates as the pipeline does (lockstep batches: the same weights and
-    # seeds give the same episodes); scripted ones have nothing to set.
-    evaluating = policy.evaluating(args.temperature or 0.0) if hasattr(policy, "evaluating") else nullcontext()
-    with evaluating:
-        result = run(
-            run_episodes(
-                policy, tasks, episodes=args.episodes, concurrency=args.concurrency, max_turns=args.max_turns,
-                seed=args.seed, config=cfg, progress=not args.quiet, max_invalid=args.max_invalid or None,
-                samples_per_page=args.samples_per_page,
-            )
-        )
+    result = run(evaluate(policy, tasks, temperature=args.temperature or 0.0, episodes=args.episodes,
+                          concurrency=args.concurrency, max_turns=args.max_turns, seed=args.seed, config=cfg,
+                          progress=not args.quiet, max_invalid=args.max_invalid or None,
+                          samples_per_page=args.samples_per_page))
     metrics = {"suite": args.suite, "split": args.split or _default_split(args.suite), "policy": args.policy,
                "seed": args.seed, "temperature": args.temperature, "samples_per_page": args.samples_per_page,
                **result.metrics}

@@ -399,16 +399,6 @@ class TaskTally:
         return cls(float(d["memory"]), dict(d["successes"]), dict(d["failures"]))
 
 
-async def evaluate_policy(policy: TrainablePolicy, tasks: list[Task], max_turns: int, concurrency: int, seed: int,
-                          browser: Any = None, config: EnvConfig | None = None) -> Any:
-    """Greedy evaluation episodes (one per task); returns rollout.EvalResult."""
-    from .rollout import run_episodes
-
-    with policy.evaluating():
-        return await run_episodes(policy, tasks, episodes=1, concurrency=concurrency, max_turns=max_turns,
-                                  seed=seed, browser=browser, config=config)
-
-
 async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPOConfig | None = None,
                      eval_tasks: list[Task] | None = None, out: str | Path | None = None,
                      env_config: EnvConfig | None = None, resume: bool = True, progress: bool = True,
@@ -423,6 +413,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
     optimizer, RNG and the task/seed schedule, which is a function of the step).
     """
     from .browser import Browser
+    from .rollout import evaluate as evaluate_rollouts
     from .rollout import rollout
 
     cfg = cfg or GRPOConfig()
@@ -467,8 +458,8 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
 
         async def evaluate(step: int) -> None:
             t0 = time.perf_counter()
-            res = await evaluate_policy(policy, held_out, cfg.eval_max_turns, cfg.concurrency, cfg.seed, browser,
-                                        env_config)
+            res = await evaluate_rollouts(policy, held_out, max_turns=cfg.eval_max_turns, concurrency=cfg.concurrency,
+                                          seed=cfg.seed, browser=browser, config=env_config)
             write_jsonl(run.path / "trajectories" / f"eval-step-{step}.jsonl", res.trajectories)
             m = res.metrics
             run.log({"phase": "eval", "step": step, "success_rate": m["success_rate"], "success_ci95": m["success_ci95"],

@@ -350,7 +350,7 @@ class Pipeline:
         another suite); `samples_per_page` > 0 samples at the training temperature instead,
         that many times per held-out page. `name` identifies the evaluation: a finished one
         is returned as recorded."""
-        from .rollout import run_episodes
+        from .rollout import evaluate
         from .trajectory import write_jsonl
 
         if (r := self.done(f"eval-{name}")) is not None:
@@ -366,13 +366,13 @@ class Pipeline:
                   max_turns=max_turns or self.cfg.max_turns, max_invalid=self.cfg.max_invalid,
                   seed=self.cfg.seed + EVAL_SEED_OFFSET, samples_per_page=max(1, samples_per_page),
                   progress=self.progress, config=replace(self.cfg.env, screenshot=True))
-        with policy.evaluating(policy.sampling.temperature if samples_per_page else 0.0):
-            if adapter is None:
-                with _adapter_off(policy):
-                    res = await run_episodes(policy, tasks, **kw)
-            else:
-                policy.load_adapter(adapter)
-                res = await run_episodes(policy, tasks, **kw)
+        temperature = policy.sampling.temperature if samples_per_page else 0.0
+        if adapter is None:
+            with _adapter_off(policy):
+                res = await evaluate(policy, tasks, temperature, **kw)
+        else:
+            policy.load_adapter(adapter)
+            res = await evaluate(policy, tasks, temperature, **kw)
         write_jsonl(self.out / "eval" / f"{name}.jsonl", res.trajectories)
         m = res.metrics
         self.say(f"{name}: success {m['success_rate']:.2f} (95% CI {m['success_ci95'][0]:.2f}-{m['success_ci95'][1]:.2f})"

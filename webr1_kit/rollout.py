@@ -17,6 +17,7 @@ differ in sampling seed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -265,6 +266,17 @@ async def run_episodes(
             await browser.close()
     trajectories = [r for r in results if r is not None]
     return EvalResult(trajectories, seconds, summarize(trajectories, seconds))
+
+
+async def evaluate(policy: Policy, tasks: list[Task], temperature: float = 0.0, **kwargs: Any) -> EvalResult:
+    """Held-out evaluation: `run_episodes(policy, tasks, **kwargs)` (episodes, samples_per_page,
+    seed, limits, browser, ...) with a model policy in its evaluation mode, greedy by default
+    or sampled at `temperature`, in lockstep batches, so that the same weights and seeds give
+    the same episodes (`LLMPolicy.evaluating`). Scripted policies play as they are.
+    `webr1 eval`, the pipeline's evaluations and M-GRPO's periodic evaluation all use it."""
+    evaluating = getattr(policy, "evaluating", None)
+    with evaluating(temperature) if callable(evaluating) else contextlib.nullcontext():
+        return await run_episodes(policy, tasks, **kwargs)
 
 
 async def rollout(
