@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 from webr1_kit.pipeline import EVAL_SEED_OFFSET, Pipeline, saved_config
-from webr1_kit.rollout import run_episodes
+from webr1_kit.rollout import evaluate
 from webr1_kit.tasks import select_tasks
 
 ELEMENT = re.compile(r'element="(\d+)"')
@@ -59,10 +59,10 @@ async def curve(run: Path, every: int, names: list[str] | None, episodes: int | 
     for label, path in adapters(run, every):
         policy.load_adapter(path)
         t0 = time.perf_counter()
-        with policy.evaluating(0.0):
-            res = await run_episodes(policy, tasks, episodes=episodes or cfg.eval_episodes, concurrency=cfg.concurrency,
-                                     max_turns=cfg.max_turns, max_invalid=cfg.max_invalid,
-                                     seed=cfg.seed + EVAL_SEED_OFFSET, config=cfg.env)
+        r = cfg.rollout
+        res = await evaluate(policy, tasks, 0.0, episodes=episodes or cfg.eval_episodes, concurrency=r.concurrency,
+                             max_turns=r.max_turns, max_invalid=r.max_invalid, retries=r.retries,
+                             seed=cfg.seed + EVAL_SEED_OFFSET, config=cfg.env)
         per_task: dict[str, list[float]] = {}
         for t in res.trajectories:
             per_task.setdefault(t.task_id.split("/")[-1], []).append(float(t.success))

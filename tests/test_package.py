@@ -184,8 +184,7 @@ def test_every_entry_point_starts_from_the_same_rollout_defaults():
                 assert params[knob].default == getattr(d, knob), (fn.__name__, knob)
     args = build_parser().parse_args(["eval", "--suite", "miniwob"])
     assert (args.max_turns, args.max_invalid or None, args.concurrency) == (d.max_turns, d.max_invalid, d.concurrency)
-    p = PipelineConfig()
-    assert (p.max_turns, p.max_invalid, p.concurrency) == (d.max_turns, d.max_invalid, d.concurrency)
+    assert PipelineConfig().rollout == d
     g = GRPOConfig()
     assert (g.max_turns, g.concurrency) == (d.max_turns, d.concurrency)
     assert g.max_invalid == 1  # M-GRPO's own choice: one invalid turn costs the episode (see its docstring)

@@ -124,6 +124,28 @@ def test_a_variant_runs_from_a_moved_bc_run_whose_stage_files_name_old_paths(smo
     assert (variant / "rl" / "adapter" / "adapter_model.safetensors").is_file()
 
 
+def test_rl_starts_from_the_init_adapter(smoke_run, tmp_path):
+    """Without the warm-up, M-GRPO starts from `init_adapter`: the frozen KL reference, saved
+    when RL starts, holds exactly that adapter's weights. An adapter that is not there is
+    named before anything runs."""
+    from safetensors.torch import load_file
+
+    out, _ = smoke_run
+    start = out / "sft" / "adapter"
+    cfg = scale_config("smoke", {"warmup": False, "init_adapter": str(start)})
+    p = Pipeline(cfg, tmp_path / "from-bc", progress=False)
+    run(p.run())
+    reference = load_file(str(tmp_path / "from-bc" / "rl" / "reference" / "adapter_model.safetensors"))
+    init = load_file(str(start / "adapter_model.safetensors"))
+    assert reference.keys() == init.keys() and all((reference[k] == init[k]).all() for k in init)
+    assert p.done("demos") is None and p.done("sft") is None
+    missing = Pipeline(scale_config("smoke", {"init_adapter": str(tmp_path / "nowhere")}), tmp_path / "bad",
+                       progress=False)
+    with pytest.raises(ValueError, match="init_adapter: .*nowhere holds no adapter"):
+        run(missing.run())
+    assert missing.done("demos") is None
+
+
 def test_a_run_written_before_a_setting_existed_still_resumes(tmp_path):
     out = tmp_path / "old"
     Pipeline(SCALES["smoke"], out)
@@ -141,6 +163,14 @@ def test_a_run_written_before_a_setting_existed_still_resumes(tmp_path):
     assert saved_config(out).policy == SCALES["smoke"].policy
     with pytest.raises(ValueError, match="policy.model"):
         Pipeline(scale_config("smoke", {"policy": {"model": "embedded"}}), out)
+    # ... and the rollout limits at the top level, before the rollout section.
+    rollout = saved.pop("rollout")
+    saved.update(max_turns=rollout["max_turns"], max_invalid=rollout["max_invalid"], concurrency=rollout["concurrency"])
+    (out / "pipeline.json").write_text(json.dumps(saved))
+    Pipeline(SCALES["smoke"], out)
+    assert saved_config(out).rollout == SCALES["smoke"].rollout
+    with pytest.raises(ValueError, match="rollout.max_turns"):
+        Pipeline(scale_config("smoke", {"rollout": {"max_turns": 3}}), out)
     (out / "pipeline.json").write_text('{"scale": "smo')  # a file cut off mid-write
     with pytest.raises(ValueError, match="pipeline.json is not valid JSON"):
         saved_config(out)
@@ -195,6 +225,8 @@ def test_bad_overrides_name_the_key():
         scale_config("huge")
     with pytest.raises(ConfigError, match="'model'.*policy section"):
         scale_config("smoke", {"model": "embedded"})
+    with pytest.raises(ConfigError, match=r"'concurrency', 'max_turns' belong in the rollout section.*\{\"rollout\""):
+        scale_config("smoke", {"max_turns": 3, "concurrency": 2})
     with pytest.raises(ConfigError, match="policy.lora.*cannot be null"):
         scale_config("smoke", {"policy": {"lora": None}})
 

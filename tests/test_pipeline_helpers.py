@@ -12,7 +12,7 @@ import pytest
 import webr1_kit as wk
 from webr1_kit.config import PromptConfig
 from webr1_kit.observation import Observation
-from webr1_kit.pipeline import Pipeline, _tasks, scale_config
+from webr1_kit.pipeline import Pipeline, run_tasks, scale_config
 from webr1_kit.report import results_table, token_stats
 from webr1_kit.stats import compare_paired
 from webr1_kit.trajectory import Trajectory, Turn, write_jsonl
@@ -109,7 +109,7 @@ def test_show_tokens_shows_what_behaviour_cloning_trains_on():
 
 @pytest.mark.slow
 async def test_pipeline_evaluates_on_other_tasks(tmp_path):
-    p = Pipeline(scale_config("smoke", {"max_turns": 1}), tmp_path / "run", progress=False, log=lambda _: None)
+    p = Pipeline(scale_config("smoke", {"rollout": {"max_turns": 1}}), tmp_path / "run", progress=False, log=lambda _: None)
     other = wk.load_tasks("miniwob", names=["click-link"])
     r = await p.evaluate("transfer", None, tasks=other, episodes=1)
     assert r["metrics"]["episodes"] == 1 and list(r["metrics"]["per_task"]) == [other[0].task_id]
@@ -120,18 +120,32 @@ async def test_pipeline_evaluates_on_other_tasks(tmp_path):
     assert traj["task_id"] == other[0].task_id and len(traj["turns"]) == 1
 
 
-def test_the_benchmark_pipeline_configs_still_load():
-    """BENCHMARKS.md cites `webr1 demo --scale cpu --config bench/configs/<name>.json`: each file
-    must stay a valid override (an unknown or retyped key would raise ConfigError)."""
+def test_every_shipped_config_and_preset_reads_through_the_one_schema():
+    """`webr1 demo`, `webr1 sft`, `webr1 rl` and the pipeline read one schema
+    (`pipeline.load_config`): every preset, and every config file BENCHMARKS.md cites, loads
+    through it (an unknown or retyped key would raise ConfigError). `webr1 rl` configs
+    (bench/configs/rl/) load on the class defaults, as that command reads them."""
     from pathlib import Path
 
+    from webr1_kit.cli import _load_run_config
+    from webr1_kit.pipeline import SCALES, load_config
+
+    for name, preset in SCALES.items():
+        assert scale_config(name) == preset == load_config({}, preset)
     configs = Path(__file__).parent.parent / "bench" / "configs"
-    files = sorted([*configs.glob("*.json"), *configs.glob("learn/*.json")])  # rl/ holds `webr1 rl` configs
+    rl_files = sorted(configs.glob("rl/*.json"))
+    assert rl_files
+    for f in rl_files:
+        overrides = json.loads(f.read_text())
+        cfg = _load_run_config(str(f))
+        assert cfg == load_config(overrides) and cfg.init_adapter == overrides.get("init_adapter")
+        assert cfg.grpo.steps == overrides["grpo"]["steps"] and run_tasks(cfg, "train")
+    files = sorted([*configs.glob("*.json"), *configs.glob("learn/*.json")])
     assert files
     for f in files:
         overrides = json.loads(f.read_text())
         cfg = scale_config("cpu", overrides)
         expected = overrides["tasks"]["suite"] if "tasks" in overrides else "miniwob"
         assert cfg.tasks.suite == expected
-        assert _tasks(cfg, "train") and _tasks(cfg, "eval")  # every section selects tasks
+        assert run_tasks(cfg, "train") and run_tasks(cfg, "eval")  # every section selects tasks
         assert cfg.grpo.steps == overrides.get("grpo", {}).get("steps", cfg.grpo.steps)

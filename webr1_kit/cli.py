@@ -248,46 +248,23 @@ def _sites_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _section(cfg: dict[str, Any], name: str, cls: type) -> Any:
-    from .config import from_dict
+def _load_run_config(path: str | None) -> Any:
+    """The run config in `path` (JSON or YAML): the same schema as `webr1 demo`'s, on the
+    class defaults rather than a preset (`pipeline.load_config`)."""
+    from .pipeline import load_config
 
-    return from_dict(cls, cfg.get(name) or {}, where=name)
-
-
-CONFIG_SECTIONS = ("policy", "prompt", "sampling", "env", "sft", "grpo", "tasks", "eval_tasks", "init_adapter", "seed")
-
-
-def _load_run_config(path: str | None) -> dict[str, Any]:
-    cfg = _read_config(path) if path else {}
-    unknown = sorted(set(cfg) - set(CONFIG_SECTIONS))
-    if unknown:
-        from .config import ConfigError
-
-        raise ConfigError(f"{path}: unknown section(s) {', '.join(unknown)}; sections: {', '.join(CONFIG_SECTIONS)}")
-    return cfg
+    return load_config(_read_config(path) if path else {}, where=path or "config")
 
 
-def _policy_from(cfg: dict[str, Any], adapter: str | None = None) -> Any:
-    """The policy a run config describes (model, LoRA/QLoRA, prompt and sampling sections)."""
-    from .config import PolicyConfig, PromptConfig, SamplingConfig
+def _policy_from(cfg: Any) -> Any:
+    """The policy a run config describes (policy, prompt, sampling and init_adapter)."""
     from .policy import load_policy
 
-    return load_policy(_section(cfg, "policy", PolicyConfig), adapter=adapter,
-                       prompt=_section(cfg, "prompt", PromptConfig), sampling=_section(cfg, "sampling", SamplingConfig),
-                       seed=int(cfg.get("seed", 0)))
-
-
-def _task_selection(spec: Any, default_split: str, seed: int, where: str) -> list:
-    """Tasks from a config section (`config.TaskSelection`: suite, split, names, limit)."""
-    from .config import TaskSelection
-    from .tasks import select_tasks
-
-    return select_tasks(_section({where: spec}, where, TaskSelection), split=default_split, seed=f"{seed}/{where}")
+    return load_policy(cfg.policy, adapter=cfg.init_adapter, prompt=cfg.prompt, sampling=cfg.sampling, seed=cfg.seed)
 
 
 def _sft(args: argparse.Namespace) -> int:
     """Behaviour cloning on demonstrations (webr1 experts record writes them)."""
-    from .config import SFTConfig
     from .sft import train_sft
     from .trajectory import read_jsonl
 
@@ -297,11 +274,10 @@ def _sft(args: argparse.Namespace) -> int:
     demos = [t for t in read_jsonl(args.demos) if t.success]
     if not demos:
         raise ValueError(f"{args.demos} holds no successful trajectories to learn from")
-    policy = _policy_from(cfg, cfg.get("init_adapter"))
-    sft_cfg = _section(cfg, "sft", SFTConfig)
+    policy = _policy_from(cfg)
     print(f"behaviour cloning on {len(demos)} demonstrations ({sum(len(t.turns) for t in demos)} turns)",
           file=sys.stderr)
-    row = train_sft(policy, demos, sft_cfg, out=args.out, progress=not args.quiet)
+    row = train_sft(policy, demos, cfg.sft, out=args.out, progress=not args.quiet)
     policy.save_adapter(Path(args.out) / "adapter")
     print(json.dumps({"out": args.out, "adapter": str(Path(args.out) / "adapter"), **row}))
     return 0
@@ -310,17 +286,16 @@ def _sft(args: argparse.Namespace) -> int:
 def _rl(args: argparse.Namespace) -> int:
     """M-GRPO training from a run config."""
     from .aio import run
-    from .config import EnvConfig, GRPOConfig
     from .grpo import train_grpo
+    from .pipeline import run_tasks
     from .rundir import RunDir
 
     cfg = _load_run_config(args.config)
     out = Path(args.out)
     if not args.resume and out.exists() and RunDir(out).latest_checkpoint() is not None:
         raise ValueError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
-    grpo_cfg = _section(cfg, "grpo", GRPOConfig)
-    train = _task_selection(cfg.get("tasks"), "train", grpo_cfg.seed, "tasks")
-    held_out = _task_selection(cfg.get("eval_tasks"), "test", grpo_cfg.seed, "eval_tasks") if "eval_tasks" in cfg else []
+    train = run_tasks(cfg, "train")
+    held_out = run_tasks(cfg, "eval") if cfg.grpo.eval_every else []
     demos = None
     if args.demos:
         from .trajectory import read_jsonl
@@ -328,10 +303,9 @@ def _rl(args: argparse.Namespace) -> int:
         if not Path(args.demos).is_file():
             raise ValueError(f"demonstrations file {args.demos} does not exist (webr1 experts record --out FILE makes one)")
         demos = list(read_jsonl(args.demos))
-    policy = _policy_from(cfg, cfg.get("init_adapter"))
-    result = run(train_grpo(policy, train, grpo_cfg, eval_tasks=held_out, out=out,
-                            env_config=_section(cfg, "env", EnvConfig), resume=args.resume, progress=not args.quiet,
-                            demos=demos))
+    policy = _policy_from(cfg)
+    result = run(train_grpo(policy, train, cfg.grpo, eval_tasks=held_out, out=out, env_config=cfg.env,
+                            resume=args.resume, progress=not args.quiet, demos=demos))
     policy.save_adapter(out / "adapter")
     last = [m for m in result.metrics if m.get("phase") == "train"][-1:] or [{}]
     evals = [m for m in result.metrics if m.get("phase") == "eval"]
@@ -545,8 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sf = sub.add_parser("sft", help="behaviour cloning (the SFT warm-up) on demonstrations",
                         description="Train the policy's LoRA adapter on expert demonstrations (trajectory JSONL, e.g. "
-                        "from `webr1 experts record`). Config sections: policy, prompt, sft, init_adapter. Writes "
-                        "OUT/metrics.jsonl, OUT/checkpoints/ (resumed automatically) and OUT/adapter.")
+                        "from `webr1 experts record`). The config is webr1 demo's schema on the class defaults; this "
+                        "command reads its policy, prompt, sft, init_adapter and seed. Writes OUT/metrics.jsonl, "
+                        "OUT/checkpoints/ (resumed automatically) and OUT/adapter.")
     sf.add_argument("--demos", required=True, help="demonstrations, trajectory JSONL")
     sf.add_argument("--out", required=True, help="run directory")
     sf.add_argument("--config", help="JSON/YAML run config")
@@ -554,11 +529,13 @@ def build_parser() -> argparse.ArgumentParser:
     sf.set_defaults(func=_sft)
 
     rl = sub.add_parser("rl", help="M-GRPO reinforcement learning on live episodes",
-                        description="Alternate grouped rollouts and M-GRPO updates. Config sections: policy, prompt, "
-                        "sampling, env, grpo, tasks {suite, split, names, limit}, eval_tasks {...}, init_adapter "
-                        "(e.g. the SFT run's OUT/adapter), seed. Writes OUT/config.json, metrics.jsonl, "
-                        "trajectories/, checkpoints/ and adapter/.")
-    rl.add_argument("--config", help="JSON/YAML run config (defaults: the embedded model on the arena)")
+                        description="Alternate grouped rollouts and M-GRPO updates. The config is webr1 demo's "
+                        "schema on the class defaults; this command reads its policy, prompt, sampling, env, grpo, "
+                        "tasks {suite, split, names, limit}, eval_tasks {...} (the periodic evaluation's tasks, every "
+                        "grpo.eval_every steps; none: the training tasks on other page seeds, MiniWoB++ only), "
+                        "init_adapter (e.g. the SFT run's OUT/adapter) and seed. Writes OUT/config.json, "
+                        "metrics.jsonl, trajectories/, checkpoints/ and adapter/.")
+    rl.add_argument("--config", help="JSON/YAML run config (defaults: the embedded model on five MiniWoB++ tasks)")
     rl.add_argument("--out", required=True, help="run directory")
     rl.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     rl.add_argument("--demos", help="expert demonstrations (JSONL, as `webr1 experts record` writes) for the "

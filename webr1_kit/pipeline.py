@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .config import (ROLLOUT, ConfigError, EnvConfig, GRPOConfig, LoRA, PolicyConfig, PromptConfig, SamplingConfig, SFTConfig,
-                     TaskSelection, from_dict, to_dict)
+from .config import (ConfigError, EnvConfig, GRPOConfig, LoRA, PolicyConfig, PromptConfig, RolloutConfig, SamplingConfig,
+                     SFTConfig, TaskSelection, from_dict, to_dict)
 from .tasks.miniwob import MINIWOB_TRAIN_TASKS
 
 MINIWOB_TASKS = MINIWOB_TRAIN_TASKS[:5]
@@ -64,8 +64,14 @@ class PipelineConfig:
     suite names its held-out tasks here, e.g. {"suite": "arena", "split": "test"}."""
 
     warmup: bool = True
-    """Behaviour-clone the demonstrations before RL. False: RL from the base model (the
-    paper's WebAgent-R1-Zero ablation)."""
+    """Behaviour-clone the demonstrations before RL. False: RL from `init_adapter`, or from
+    the base model (the paper's WebAgent-R1-Zero ablation)."""
+
+    init_adapter: str | None = None
+    """A LoRA adapter to start from (a directory `save_adapter` wrote, e.g. another run's
+    sft/adapter): behaviour cloning continues it, or, with warmup false, M-GRPO starts from
+    it; `webr1 sft` and `webr1 rl` start from it too. None: a fresh adapter, which leaves the
+    base model as it is. A relative path is relative to where the command runs."""
 
     demos_per_task: int = 6
     """Expert episodes recorded per training task (only the successful ones are kept)."""
@@ -83,15 +89,11 @@ class PipelineConfig:
     samples per held-out page (evaluation "<stage>-sampled"; 0: greedy only). Greedy
     decoding shows the policy's most likely action only; RL changes the whole distribution."""
 
-    max_turns: int = ROLLOUT.max_turns
-    """Turn limit of every episode (demonstrations, RL and evaluation)."""
-
-    max_invalid: int | None = ROLLOUT.max_invalid
-    """Evaluation episodes end after this many invalid actions (an untrained model writes
-    few valid ones; without a budget it would use every turn)."""
-
-    concurrency: int = ROLLOUT.concurrency
-    """Episodes at once."""
+    rollout: RolloutConfig = RolloutConfig()
+    """How the demonstrations and the evaluations are played: turn limit, invalid-action
+    budget (an untrained model writes few valid actions; without a budget it would use
+    every turn), episodes at once, retries. Demonstrations get at least 30 turns, so that
+    the expert finishes. M-GRPO's training episodes follow `grpo`'s own limits."""
 
     seed: int = 0
     """Fixes the demonstrations, the evaluation episodes, the data order and the sampling."""
@@ -109,14 +111,15 @@ SCALES: dict[str, PipelineConfig] = {
     "smoke": PipelineConfig(
         scale="smoke", policy=PolicyConfig(model="tiny", lora=LoRA(r=4, alpha=8)),
         tasks=TaskSelection(suite="miniwob", names=("click-button", "focus-text")),
-        demos_per_task=2, eval_episodes=2, max_turns=2, concurrency=4,
+        demos_per_task=2, eval_episodes=2, rollout=RolloutConfig(max_turns=2, concurrency=4),
         sampling=SamplingConfig(max_new_tokens=16, max_batch=8),
         sft=SFTConfig(epochs=1, batch_size=4, warmup_steps=0),
         grpo=GRPOConfig(steps=1, tasks_per_step=2, group_size=2, max_turns=2, concurrency=4, eval_every=0,
                         dynamic_sampling=False),
     ),
     "cpu": PipelineConfig(
-        scale="cpu", policy=PolicyConfig(model="embedded"), demos_per_task=6, eval_episodes=8, max_turns=6,
+        scale="cpu", policy=PolicyConfig(model="embedded"), demos_per_task=6, eval_episodes=8,
+        rollout=RolloutConfig(max_turns=6),
         sampling=SamplingConfig(max_new_tokens=64, max_batch=16),
         sft=SFTConfig(epochs=2, batch_size=8, lr=5e-4, warmup_steps=2),
         grpo=GRPOConfig(steps=4, tasks_per_step=4, group_size=4, max_turns=4, concurrency=16, eval_every=0,
@@ -125,7 +128,7 @@ SCALES: dict[str, PipelineConfig] = {
     "gpu": PipelineConfig(
         scale="gpu", policy=PolicyConfig(model="Qwen/Qwen2.5-3B-Instruct", dtype="bfloat16"),
         tasks=TaskSelection(suite="arena", split="train"), eval_tasks=TaskSelection(suite="arena", split="test"),
-        demos_per_task=1, eval_episodes=1, max_turns=15, concurrency=16,
+        demos_per_task=1, eval_episodes=1, rollout=RolloutConfig(max_turns=15, concurrency=16),
         sampling=SamplingConfig(max_new_tokens=256, max_batch=32),
         sft=SFTConfig(epochs=2, batch_size=16),
         grpo=GRPOConfig(steps=100, tasks_per_step=16, group_size=4, max_turns=15, concurrency=32, eval_every=20),
@@ -134,18 +137,30 @@ SCALES: dict[str, PipelineConfig] = {
 
 
 def scale_config(scale: str, overrides: dict[str, Any] | None = None) -> PipelineConfig:
-    """A preset, with `overrides` (a mapping shaped like PipelineConfig) applied and checked:
-    sections are merged into the preset's key by key, except the task sections, which
-    replace the preset's whole."""
+    """A preset, with `overrides` (a mapping shaped like PipelineConfig) applied and checked
+    (`load_config`)."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
-    base = to_dict(SCALES[scale])
-    moved = sorted(set(overrides or {}) & set(_POLICY_KEYS))
+    return load_config(overrides, SCALES[scale])
+
+
+def load_config(overrides: dict[str, Any] | None = None, base: PipelineConfig = PipelineConfig(),
+                where: str = "pipeline") -> PipelineConfig:
+    """The run config every entry point reads: `base` (the class defaults, or a preset) with
+    `overrides` (a mapping shaped like PipelineConfig, e.g. a config file) applied and
+    checked. Sections are merged into the base's key by key, except the task sections,
+    which replace the base's whole: a suite's names mean nothing in another suite. Keys
+    that have moved into a section, and the old flat task keys, are refused with the
+    section to write instead; `where` names the source in every error."""
+    base = to_dict(base)
+    moved = sorted(set(overrides or {}) & set(_MOVED_KEYS))
     if moved:
-        raise ConfigError(f"pipeline: {', '.join(map(repr, moved))} belong in the policy section now, "
-                          f"e.g. {{\"policy\": {{\"{moved[0]}\": ...}}}}")
+        section = _MOVED_KEYS[moved[0]]
+        raise ConfigError(f"{where}: {', '.join(map(repr, moved))} belong in the "
+                          f"{' and '.join(sorted({_MOVED_KEYS[k] for k in moved}))} section now, "
+                          f"e.g. {{\"{section}\": {{\"{moved[0]}\": ...}}}}")
     if _flat_tasks(overrides or {}):
-        raise ConfigError("pipeline: tasks are chosen by sections now, as in webr1 rl: "
+        raise ConfigError(f"{where}: tasks are chosen by sections now: "
                           f"{json.dumps(_task_sections(dict(overrides or {}), base['tasks']))} "
                           "(keys suite, split, names, limit; see TaskSelection)")
     for key, value in (overrides or {}).items():
@@ -155,16 +170,16 @@ def scale_config(scale: str, overrides: dict[str, Any] | None = None) -> Pipelin
             base[key] = {**base[key], **value}
         else:
             base[key] = value
-    cfg = from_dict(PipelineConfig, base, where="pipeline")
+    cfg = from_dict(PipelineConfig, base, where=where)
     if cfg.policy.lora is None:
-        raise ConfigError("pipeline.policy.lora: the pipeline trains a LoRA adapter (BC, then M-GRPO); it cannot be null")
+        raise ConfigError(f"{where}.policy.lora: BC and M-GRPO train a LoRA adapter; it cannot be null")
     return cfg
 
 
 # ---------------------------------------------------------------------- tasks
 
 
-def _tasks(cfg: PipelineConfig, which: str) -> list:
+def run_tasks(cfg: PipelineConfig, which: str) -> list:
     """The "train" tasks (demonstrations and RL), the "eval" tasks (held-out evaluation) or
     the "heldout" tasks (never trained on; [] when the config names none), each selected by
     `tasks.select_tasks` from its section. Limits draw with the seeds "<seed>/train" and
@@ -188,9 +203,9 @@ def _tasks(cfg: PipelineConfig, which: str) -> list:
 def _check_tasks(cfg: PipelineConfig) -> None:
     """Select every task section now (a bad name fails before an hour of training), and
     refuse held-out tasks that are also training tasks."""
-    train = {t.task_id for t in _tasks(cfg, "train")}
-    _tasks(cfg, "eval")
-    overlap = train & {t.task_id for t in _tasks(cfg, "heldout")}
+    train = {t.task_id for t in run_tasks(cfg, "train")}
+    run_tasks(cfg, "eval")
+    overlap = train & {t.task_id for t in run_tasks(cfg, "heldout")}
     if overlap:
         raise ValueError(f"heldout_tasks are also training tasks: {', '.join(sorted(overlap))}")
 
@@ -254,7 +269,7 @@ class Pipeline:
     def tasks(self, which: str = "train") -> list:
         """The tasks of this config: "train" (demonstrations and RL), "eval" (the held-out
         evaluation) or "heldout" (never trained on; [] when the config names none)."""
-        return _tasks(self.cfg, which)
+        return run_tasks(self.cfg, which)
 
     def evaluations(self) -> dict[str, Path]:
         """{name: episodes file} of every finished evaluation of this run, oldest first."""
@@ -330,11 +345,12 @@ class Pipeline:
 
         if (r := self.done("demos")) is not None:
             return r
-        tasks = _tasks(self.cfg, "train")
+        tasks = run_tasks(self.cfg, "train")
         self.say(f"expert demonstrations: {len(tasks)} tasks x {self.cfg.demos_per_task} episodes")
-        res = await run_episodes(Expert(), tasks, episodes=self.cfg.demos_per_task, concurrency=self.cfg.concurrency,
-                                 max_turns=max(self.cfg.max_turns, 30), seed=self.cfg.seed, progress=self.progress,
-                                 config=self.cfg.env)
+        r = self.cfg.rollout
+        res = await run_episodes(Expert(), tasks, episodes=self.cfg.demos_per_task, concurrency=r.concurrency,
+                                 max_turns=max(r.max_turns, 30), retries=r.retries, seed=self.cfg.seed,
+                                 progress=self.progress, config=self.cfg.env)
         good = [t for t in res.trajectories if t.success]
         write_jsonl(self.out / "demos.jsonl", good)
         return self.mark("demos", {"episodes": len(res.trajectories), "successful": len(good),
@@ -356,14 +372,15 @@ class Pipeline:
         if (r := self.done(f"eval-{name}")) is not None:
             return r
         policy = self.policy()
-        tasks = tasks if tasks is not None else _tasks(self.cfg, "eval")
+        tasks = tasks if tasks is not None else run_tasks(self.cfg, "eval")
         episodes = episodes or self.cfg.eval_episodes
         how = (f"{samples_per_page} samples each at temperature {policy.sampling.temperature}" if samples_per_page
                else "greedy")
         self.say(f"evaluating {name}: {len(tasks)} tasks x {episodes} held-out episodes ({how})")
         # Screenshots (~30 ms a step) so that the report can replay episodes.
-        kw = dict(episodes=episodes, concurrency=self.cfg.concurrency,
-                  max_turns=max_turns or self.cfg.max_turns, max_invalid=self.cfg.max_invalid,
+        r = self.cfg.rollout
+        kw = dict(episodes=episodes, concurrency=r.concurrency, max_turns=max_turns or r.max_turns,
+                  max_invalid=r.max_invalid, retries=r.retries,
                   seed=self.cfg.seed + EVAL_SEED_OFFSET, samples_per_page=max(1, samples_per_page),
                   progress=self.progress, config=replace(self.cfg.env, screenshot=True))
         temperature = policy.sampling.temperature if samples_per_page else 0.0
@@ -388,15 +405,19 @@ class Pipeline:
         demos = list(read_jsonl(self.out / "demos.jsonl"))
         if not demos:
             raise ValueError(f"{self.out / 'demos.jsonl'} holds no successful demonstrations")
-        self.say(f"behaviour cloning on {len(demos)} demonstrations ({sum(len(t.turns) for t in demos)} turns)")
+        start = self.cfg.init_adapter
+        self.say(f"behaviour cloning on {len(demos)} demonstrations ({sum(len(t.turns) for t in demos)} turns)"
+                 + (f", continuing {start}" if start else ""))
         t0 = time.perf_counter()
-        row = train_sft(self.policy(), demos, self.cfg.sft, out=self.out / "sft", progress=self.progress)
+        policy = self.policy(Path(start) if start else None)
+        row = train_sft(policy, demos, self.cfg.sft, out=self.out / "sft", progress=self.progress)
         adapter = self.adapter("sft")
         self.policy().save_adapter(adapter)
         return self.mark("sft", {"adapter": str(adapter), "last": row, "seconds": round(time.perf_counter() - t0, 1)})
 
     async def reinforcement(self, init_adapter: Path | None) -> dict[str, Any]:
-        """M-GRPO from `init_adapter` (the BC adapter), or from the base model if None."""
+        """M-GRPO from `init_adapter` (the BC adapter, or the config's), or from the base
+        model if None."""
         from .grpo import train_grpo
 
         if (r := self.done("rl")) is not None:
@@ -404,7 +425,7 @@ class Pipeline:
         if init_adapter is None:
             self._policy = None  # a fresh adapter: LoRA starts as the identity, i.e. the base model
         policy = self.policy(init_adapter)
-        tasks = _tasks(self.cfg, "train")
+        tasks = run_tasks(self.cfg, "train")
         g = self.cfg.grpo
         self.say(f"M-GRPO: {g.steps} steps x {g.tasks_per_step} tasks x group of {g.group_size}")
         t0 = time.perf_counter()
@@ -427,7 +448,7 @@ class Pipeline:
         """Every evaluation of one policy the config asks for: greedy on unseen pages of the
         training tasks, greedy on the held-out tasks, sampled on the unseen pages."""
         await self.evaluate(stage, adapter)
-        heldout = _tasks(self.cfg, "heldout")
+        heldout = run_tasks(self.cfg, "heldout")
         if heldout:
             await self.evaluate(f"{stage}-heldout-tasks", adapter, tasks=heldout)
         if self.cfg.eval_samples and adapter is not None:
@@ -439,7 +460,9 @@ class Pipeline:
         use up every turn), so an interrupted run has the BC and RL results first."""
         t0 = time.perf_counter()
         _check_tasks(self.cfg)
-        init = None
+        init = Path(self.cfg.init_adapter) if self.cfg.init_adapter else None
+        if init is not None and not (init / "adapter_model.safetensors").is_file():
+            raise ValueError(f"init_adapter: {init} holds no adapter (no adapter_model.safetensors)")
         if self.cfg.warmup:
             await self.demonstrations()
             self.behaviour_cloning()
@@ -487,22 +510,24 @@ def _as_saved(cfg: PipelineConfig) -> dict[str, Any]:
     return json.loads(json.dumps(to_dict(cfg)))
 
 
-_POLICY_KEYS = ("model", "lora", "quantization", "dtype")
-"""The model settings that pipeline.json held at its top level before the policy section."""
+_MOVED_KEYS = {**dict.fromkeys(("model", "lora", "quantization", "dtype"), "policy"),
+               **dict.fromkeys(("max_turns", "max_invalid", "concurrency"), "rollout")}
+"""Settings that pipeline.json once held at its top level, and the section each is in now."""
 
 
 def _saved_config(path: Path) -> dict[str, Any]:
     """A run's pipeline.json read through today's PipelineConfig, so that settings added to
     the kit since the run was written take their defaults (the run still resumes), while a
     saved value that differs from today's config still counts as a difference. Runs saved
-    with the model settings at the top level have them moved into the policy section."""
+    with settings at the top level that now have a section (`_MOVED_KEYS`: the model's,
+    the rollout limits) have them moved into it."""
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not valid JSON ({exc}); the run's config is unreadable, nothing was changed") from None
-    legacy = {k: data.pop(k) for k in _POLICY_KEYS if k in data}
-    if legacy:
-        data["policy"] = {**legacy, **data.get("policy", {})}
+    for key, section in _MOVED_KEYS.items():
+        if key in data:
+            data[section] = {key: data.pop(key), **data.get(section, {})}
     if _flat_tasks(data):
         data = _task_sections(data, {"suite": "miniwob", "names": list(MINIWOB_TASKS)})
     return _as_saved(from_dict(PipelineConfig, data, where=str(path)))
