@@ -156,9 +156,12 @@ def load_config(overrides: dict[str, Any] | None = None, base: PipelineConfig = 
     moved = sorted(set(overrides or {}) & set(_MOVED_KEYS))
     if moved:
         section = _MOVED_KEYS[moved[0]]
-        raise ConfigError(f"{where}: {', '.join(map(repr, moved))} belong in the "
-                          f"{' and '.join(sorted({_MOVED_KEYS[k] for k in moved}))} section now, "
-                          f"e.g. {{\"{section}\": {{\"{moved[0]}\": ...}}}}")
+        raise ConfigError(f"{where}: {', '.join(map(repr, moved))} belong{'s' if len(moved) == 1 else ''} in the "
+                          f"{' and '.join(sections := sorted({_MOVED_KEYS[k] for k in moved}))} "
+                          f"section{'s' if len(sections) > 1 else ''} now, "
+                          f"e.g. {{\"{section}\": {{\"{moved[0]}\": ...}}}}"
+                          + (" (the rollout section sets demonstrations and evaluation; M-GRPO's training "
+                             f"episodes take grpo.{moved[0]})" if section == "rollout" else ""))
     if _flat_tasks(overrides or {}):
         raise ConfigError(f"{where}: tasks are chosen by sections now: "
                           f"{json.dumps(_task_sections(dict(overrides or {}), base['tasks']))} "
