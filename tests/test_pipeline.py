@@ -225,7 +225,7 @@ def test_bad_overrides_name_the_key():
         scale_config("huge")
     with pytest.raises(ConfigError, match="'model'.*policy section"):
         scale_config("smoke", {"model": "embedded"})
-    with pytest.raises(ConfigError, match=r"'concurrency', 'max_turns' belong in the rollout section.*\{\"rollout\""):
+    with pytest.raises(ConfigError, match=r"'concurrency', 'max_turns' moved into the rollout section.*\{\"rollout\""):
         scale_config("smoke", {"max_turns": 3, "concurrency": 2})
     with pytest.raises(ConfigError, match="policy.lora.*cannot be null"):
         scale_config("smoke", {"policy": {"lora": None}})

@@ -153,15 +153,13 @@ def load_config(overrides: dict[str, Any] | None = None, base: PipelineConfig = 
     that have moved into a section, and the old flat task keys, are refused with the
     section to write instead; `where` names the source in every error."""
     base = to_dict(base)
-    moved = sorted(set(overrides or {}) & set(_MOVED_KEYS))
+    moved: dict[str, dict[str, Any]] = {}
+    for key in sorted(set(overrides or {}) & set(_MOVED_KEYS)):
+        moved.setdefault(_MOVED_KEYS[key], {})[key] = overrides[key]
     if moved:
-        section = _MOVED_KEYS[moved[0]]
-        raise ConfigError(f"{where}: {', '.join(map(repr, moved))} belong{'s' if len(moved) == 1 else ''} in the "
-                          f"{' and '.join(sections := sorted({_MOVED_KEYS[k] for k in moved}))} "
-                          f"section{'s' if len(sections) > 1 else ''} now, "
-                          f"e.g. {{\"{section}\": {{\"{moved[0]}\": ...}}}}"
-                          + (" (the rollout section sets demonstrations and evaluation; M-GRPO's training "
-                             f"episodes take grpo.{moved[0]})" if section == "rollout" else ""))
+        hint = " (M-GRPO's training episodes take grpo's own limits)" if "rollout" in moved else ""
+        raise ConfigError(f"{where}: {', '.join(repr(k) for keys in moved.values() for k in keys)} moved into the "
+                          f"{' and '.join(moved)} section{'s' * (len(moved) > 1)}: write {json.dumps(moved)}{hint}")
     if _flat_tasks(overrides or {}):
         raise ConfigError(f"{where}: tasks are chosen by sections now: "
                           f"{json.dumps(_task_sections(dict(overrides or {}), base['tasks']))} "
