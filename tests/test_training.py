@@ -182,10 +182,18 @@ def test_paper_normalisation_weights_turns_trajectories_and_groups():
 
 
 def test_constant_normalisation_weighs_every_token_by_the_step_budget():
-    groups = [TrajectoryGroup("a", [rl_traj([1], [5, 6, 7], 1.0), rl_traj([1], [9, 9], 0.0)])]
-    cfg = GRPOConfig(loss_norm="constant", tasks_per_step=3, group_size=2)
-    batch = build_batch(groups, None, cfg, max_new_tokens=10)
-    assert all(w == pytest.approx(1 / (3 * 2 * 10)) for ws in batch.weights for w in ws)
+    def group(task):
+        return TrajectoryGroup(task, [rl_traj([1], [5, 6, 7], 1.0), rl_traj([1], [9, 9], 0.0)])
+
+    cfg = GRPOConfig(tasks_per_step=3, group_size=2)  # "constant" is the default
+    one = build_batch([group("a")], None, cfg, max_new_tokens=10)
+    assert all(w == pytest.approx(1 / (3 * 2 * 10)) for ws in one.weights for w in ws)
+    # the same fixed weight in a step with twice the informative groups, so that step's update
+    # is twice as large; "token" would give both steps the same total weight
+    two = build_batch([group("a"), group("b")], None, cfg, max_new_tokens=10)
+    assert sum(map(sum, two.weights)) == pytest.approx(2 * sum(map(sum, one.weights)))
+    tok = [build_batch(g, None, replace(cfg, loss_norm="token"), max_new_tokens=10) for g in ([group("a")], [group("a"), group("b")])]
+    assert sum(map(sum, tok[0].weights)) == pytest.approx(sum(map(sum, tok[1].weights))) == pytest.approx(1.0)
 
 
 # ---------------------------------------------------------------- the reward M-GRPO learns from

@@ -415,12 +415,14 @@ class GRPOConfig:
     updates_per_batch: int = 1
     """Optimizer passes over each batch of rollouts; 1 (the paper) keeps the ratio at 1."""
 
-    loss_norm: Literal["token", "paper", "constant"] = "token"
-    """How each trained token is weighted. "token" (DAPO): every trained token of the step
-    weighs the same, 1 / (tokens trained). "paper": the paper's 1/G · 1/|τ| · 1/|a_j| (per
-    turn, per trajectory, per group), which gives a long failed multi-turn trajectory's
-    tokens several times less weight than a short success's. "constant" (Dr. GRPO): 1 /
-    (tasks_per_step · group_size · max_new_tokens), the same for every step."""
+    loss_norm: Literal["constant", "token", "paper"] = "constant"
+    """How each trained token is weighted. "constant" (Dr. GRPO): 1 / (tasks_per_step ·
+    group_size · max_new_tokens), the same for every token of every step, so a step with
+    one informative group makes a smaller update than a step with eight. "token" (DAPO):
+    1 / (tokens trained this step), so every step's update has the same size however little
+    it learned from. "paper": the paper's 1/G · 1/|τ| · 1/|a_j| (per turn, per trajectory,
+    per group), which gives a long failed multi-turn trajectory's tokens several times less
+    weight than a short success's. grpo.py's departure 8 gives the measurements."""
 
     train_think: bool = True
     """Train the <think> tokens too; False masks them (the release's chat path)."""

@@ -12,7 +12,7 @@ that every response token of trajectory i receives, and the loss is
 with ρ the probability ratio to the rollout policy, KL the k3 estimator
 exp(ref - logp) - (ref - logp) - 1 to the policy RL started from, and w each token's
 weight: the paper's w = 1/G · 1/|τ_i| · 1/|a_ij| (`loss_norm="paper"`), or by default
-the same weight for every trained token of the step (`"token"`, see departure 8).
+one fixed weight for every trained token of every step (`"constant"`, see departure 8).
 
 Departures from the paper (read these before comparing numbers):
 1. LoRA (or QLoRA) adapters instead of full fine-tuning, so the defaults are lr 5e-5
@@ -37,10 +37,17 @@ Departures from the paper (read these before comparing numbers):
    starting adapter (the BC adapter, or a fresh one, which is the base model) kept as a
    second peft adapter on the same base weights (`LLMPolicy.freeze_reference`) and saved
    as <run>/reference, so a resumed run keeps it.
-8. Loss normalisation defaults to one weight per trained token of the step (DAPO).
-   The paper's 1/|τ|·1/|a_j| gives a long failed multi-turn trajectory's tokens several
-   times less weight than a short success's (the length bias Dr. GRPO describes, worse
-   across turns); "paper" and Dr. GRPO's "constant" remain as `loss_norm` options.
+8. Loss normalisation defaults to one fixed weight per trained token, the same in every
+   step: 1 / (tasks_per_step · G · max_new_tokens) (Dr. GRPO's constant). The paper's
+   1/|τ|·1/|a_j| gives a long failed multi-turn trajectory's tokens several times less
+   weight than a short success's (the length bias Dr. GRPO describes, worse across
+   turns). DAPO's per-step token mean ("token") removes that bias but makes every
+   step's update the same size, however few informative groups it had; with Adam, a step
+   learning from one group then moves the adapter as far as one learning from eight. In
+   the learning benchmark (BENCHMARKS.md), "token" drifted (KL to BC up to 0.21, up to
+   48% invalid actions late in the run) where "constant", from the same BC adapter and
+   seeds, did not (KL at most 0.047, invalid actions at most 14%). "paper" and "token"
+   remain as `loss_norm` options.
 9. Every log-probability (the generator's record, the training forward and the
    reference forward) is of the tempered distribution the tokens were sampled from,
    log_softmax(logits / T), as in TRL; at T = 1 this is the paper's.
