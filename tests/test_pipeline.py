@@ -208,6 +208,22 @@ def test_runs_saved_with_flat_task_keys_resume_with_the_same_tasks(tmp_path):
     assert len(Pipeline(old, tmp_path / "arena").tasks("eval")) == 3
 
 
+def test_flat_runs_that_named_no_tasks_resume_on_the_tasks_they_trained_on(tmp_path):
+    """A flat-format run without a task list trained on the first five MiniWoB++ training
+    tasks, the default then; it keeps them after the default tasks changed."""
+    from webr1_kit.pipeline import MINIWOB_TASKS
+    from webr1_kit.tasks.miniwob import MINIWOB_TRAIN_TASKS
+
+    out = tmp_path / "old"
+    Pipeline(scale_config("smoke"), out)
+    saved = json.loads((out / "pipeline.json").read_text())
+    for key in ("tasks", "eval_tasks", "heldout_tasks"):
+        saved.pop(key)
+    (out / "pipeline.json").write_text(json.dumps({**saved, "suite": "miniwob"}))
+    names = saved_config(out).tasks.names
+    assert tuple(names) == MINIWOB_TRAIN_TASKS[:5] and tuple(names) != tuple(MINIWOB_TASKS)
+
+
 def test_the_policy_section_reaches_the_model(tmp_path):
     """The demo config takes the same policy section as `webr1 sft/rl`; a field set there
     (here CPU autocast, which the pipeline once had no way to set) is what the model gets."""
