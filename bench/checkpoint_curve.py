@@ -26,8 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from webr1_kit.pipeline import EVAL_SEED_OFFSET, Pipeline, saved_config
-from webr1_kit.rollout import evaluate
+from webr1_kit.pipeline import Pipeline, saved_config
 from webr1_kit.tasks import select_tasks
 
 ELEMENT = re.compile(r'element="(\d+)"')
@@ -51,18 +50,12 @@ def element_shares(trajectories) -> dict[str, float]:
 
 
 async def curve(run: Path, every: int, names: list[str] | None, episodes: int | None) -> list[dict]:
-    cfg = saved_config(run)
-    pipe = Pipeline(cfg, run, progress=False)
+    pipe = Pipeline(saved_config(run), run, progress=False)
     tasks = select_tasks("miniwob", names=names) if names else pipe.tasks("eval")
-    policy = pipe.policy()
     rows = []
     for label, path in adapters(run, every):
-        policy.load_adapter(path)
         t0 = time.perf_counter()
-        r = cfg.rollout
-        res = await evaluate(policy, tasks, 0.0, episodes=episodes or cfg.eval_episodes, concurrency=r.concurrency,
-                             max_turns=r.max_turns, max_invalid=r.max_invalid, retries=r.retries,
-                             seed=cfg.seed + EVAL_SEED_OFFSET, config=cfg.env)
+        res = await pipe.play(path, tasks=tasks, episodes=episodes)
         per_task: dict[str, list[float]] = {}
         for t in res.trajectories:
             per_task.setdefault(t.task_id.split("/")[-1], []).append(float(t.success))

@@ -118,6 +118,12 @@ async def test_pipeline_evaluates_on_other_tasks(tmp_path):
     assert list(p.evaluations()) == ["transfer"]
     (traj,) = [json.loads(x) for x in p.evaluations()["transfer"].read_text().splitlines()]
     assert traj["task_id"] == other[0].task_id and len(traj["turns"]) == 1
+    # `play` is the evaluation without the record: the same pages and responses, nothing written
+    res = await p.play(None, tasks=other, episodes=1)
+    (played,) = res.trajectories
+    assert (played.task_id, played.seed, [t.response for t in played.turns]) == \
+        (traj["task_id"], traj["seed"], [t["response"] for t in traj["turns"]])
+    assert list(p.evaluations()) == ["transfer"]
 
 
 def test_every_shipped_config_and_preset_reads_through_the_one_schema():

@@ -366,6 +366,28 @@ class Pipeline:
         return self.mark("demos", {"episodes": len(res.trajectories), "successful": len(good),
                                    "turns": sum(len(t.turns) for t in good), "seconds": round(res.seconds, 1)})
 
+    async def play(self, adapter: Path | None, *, tasks: list | None = None, episodes: int | None = None,
+                   max_turns: int | None = None, samples_per_page: int = 0, screenshots: bool = False) -> Any:
+        """One adapter's held-out episodes, played as every evaluation of this run plays them
+        (turn limit, invalid-action budget, retries, page seeds, lockstep batching), and
+        returned (`rollout.EvalResult`) without being recorded; `evaluate` records them.
+        `adapter` None means the untrained base model; the other arguments are `evaluate`'s."""
+        from .rollout import evaluate
+
+        policy = self.policy()
+        r = self.cfg.rollout
+        kw = dict(episodes=episodes or self.cfg.eval_episodes, concurrency=r.concurrency,
+                  max_turns=max_turns or r.max_turns, max_invalid=r.max_invalid, retries=r.retries,
+                  seed=self.cfg.seed + EVAL_SEED_OFFSET, samples_per_page=max(1, samples_per_page),
+                  progress=self.progress, config=replace(self.cfg.env, screenshot=screenshots))
+        tasks = tasks if tasks is not None else run_tasks(self.cfg, "eval")
+        temperature = policy.sampling.temperature if samples_per_page else 0.0
+        if adapter is None:
+            with _adapter_off(policy):
+                return await evaluate(policy, tasks, temperature, **kw)
+        policy.load_adapter(adapter)
+        return await evaluate(policy, tasks, temperature, **kw)
+
     async def evaluate(self, name: str, adapter: Path | None, max_turns: int | None = None,
                        tasks: list | None = None, episodes: int | None = None,
                        samples_per_page: int = 0) -> dict[str, Any]:
@@ -376,30 +398,18 @@ class Pipeline:
         another suite); `samples_per_page` > 0 samples at the training temperature instead,
         that many times per held-out page. `name` identifies the evaluation: a finished one
         is returned as recorded."""
-        from .rollout import evaluate
         from .trajectory import write_jsonl
 
         if (r := self.done(f"eval-{name}")) is not None:
             return r
-        policy = self.policy()
         tasks = tasks if tasks is not None else run_tasks(self.cfg, "eval")
         episodes = episodes or self.cfg.eval_episodes
-        how = (f"{samples_per_page} samples each at temperature {policy.sampling.temperature}" if samples_per_page
-               else "greedy")
+        how = (f"{samples_per_page} samples each at temperature {self.policy().sampling.temperature}"
+               if samples_per_page else "greedy")
         self.say(f"evaluating {name}: {len(tasks)} tasks x {episodes} held-out episodes ({how})")
         # Screenshots (~30 ms a step) so that the report can replay episodes.
-        r = self.cfg.rollout
-        kw = dict(episodes=episodes, concurrency=r.concurrency, max_turns=max_turns or r.max_turns,
-                  max_invalid=r.max_invalid, retries=r.retries,
-                  seed=self.cfg.seed + EVAL_SEED_OFFSET, samples_per_page=max(1, samples_per_page),
-                  progress=self.progress, config=replace(self.cfg.env, screenshot=True))
-        temperature = policy.sampling.temperature if samples_per_page else 0.0
-        if adapter is None:
-            with _adapter_off(policy):
-                res = await evaluate(policy, tasks, temperature, **kw)
-        else:
-            policy.load_adapter(adapter)
-            res = await evaluate(policy, tasks, temperature, **kw)
+        res = await self.play(adapter, tasks=tasks, episodes=episodes, max_turns=max_turns,
+                              samples_per_page=samples_per_page, screenshots=True)
         write_jsonl(self.out / "eval" / f"{name}.jsonl", res.trajectories)
         m = res.metrics
         self.say(f"{name}: success {m['success_rate']:.2f} (95% CI {m['success_ci95'][0]:.2f}-{m['success_ci95'][1]:.2f})"
