@@ -127,11 +127,11 @@ SCALES: dict[str, PipelineConfig] = {
                         dynamic_sampling=False),
     ),
     "cpu": PipelineConfig(
-        scale="cpu", policy=PolicyConfig(model="embedded"), demos_per_task=6, eval_episodes=10,
+        scale="cpu", policy=PolicyConfig(model="embedded"), demos_per_task=6, eval_episodes=16,
         rollout=RolloutConfig(max_turns=6),
         sampling=SamplingConfig(temperature=0.7, max_new_tokens=64, max_batch=32),
         sft=SFTConfig(epochs=2, batch_size=8, lr=5e-4, warmup_steps=2),
-        grpo=GRPOConfig(steps=8, tasks_per_step=5, group_size=4, max_turns=6, concurrency=20, eval_every=0,
+        grpo=GRPOConfig(steps=12, tasks_per_step=5, group_size=4, max_turns=6, concurrency=20, eval_every=0,
                         lr=1e-4, warmup_steps=3, save_every=1),
     ),
     "gpu": PipelineConfig(
