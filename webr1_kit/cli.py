@@ -476,7 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="the main job: demonstrations, BC, M-GRPO, evaluation, report",
         description="Run the whole recipe: record expert demonstrations, behaviour-clone them, train "
         "with M-GRPO, evaluate the base, BC and RL policies on held-out episodes and write an HTML "
-        "report. Scales: cpu (the embedded SmolLM2-135M on five MiniWoB++ tasks, about half an hour "
+        "report. Scales: cpu (the embedded SmolLM2-135M on five MiniWoB++ tasks, under 40 minutes "
         "on 2 cores), gpu (Qwen2.5-3B-Instruct with LoRA on the arena; needs the model locally and a "
         "CUDA GPU), smoke (a tiny random model: checks the mechanics in minutes, learns nothing). "
         "Rerunning with the same --out resumes.",
