@@ -13,8 +13,7 @@ Scales (`SCALES`):
   mechanics.
 - "cpu": the embedded SmolLM2-135M-Instruct on five MiniWoB++ tasks (`MINIWOB_TASKS`),
   sized to finish in under 40 minutes on a 2-core CPU; MiniWoB++ pages fit in a few
-  hundred tokens. The
-  arena's pages make ~1.5k-token prompts: `bench/configs/arena-cpu.json` runs the recipe
+  hundred tokens. The arena's pages make ~1.5k-token prompts: `bench/configs/arena-cpu.json` runs the recipe
   there at a reduced size (32 training tasks, 30 held-out ones) in about 80 minutes, and
   the 135M model learns the action format but solves no task (BENCHMARKS.md).
 - "gpu": Qwen2.5-3B-Instruct with LoRA on the arena (train split for demonstrations and
@@ -31,6 +30,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -382,11 +382,10 @@ class Pipeline:
                   progress=self.progress, config=replace(self.cfg.env, screenshot=screenshots))
         tasks = tasks if tasks is not None else run_tasks(self.cfg, "eval")
         temperature = policy.sampling.temperature if samples_per_page else 0.0
-        if adapter is None:
-            with _adapter_off(policy):
-                return await evaluate(policy, tasks, temperature, **kw)
-        policy.load_adapter(adapter)
-        return await evaluate(policy, tasks, temperature, **kw)
+        if adapter is not None:
+            policy.load_adapter(adapter)
+        with _adapter_off(policy) if adapter is None else nullcontext():
+            return await evaluate(policy, tasks, temperature, **kw)
 
     async def evaluate(self, name: str, adapter: Path | None, max_turns: int | None = None,
                        tasks: list | None = None, episodes: int | None = None,
