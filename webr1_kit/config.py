@@ -409,6 +409,17 @@ class GRPOConfig:
     replay_turns: int = 8
     """Demonstration turns per update when replay_coef > 0, drawn afresh each step."""
 
+    expert_rate: float = 0.0
+    """Chance, drawn per group every step, that the group's last episode is replaced by the
+    scripted expert's on the same page, spoken in the policy's own tokens
+    (`guidance.ExpertVoice`), so a group the policy never solves still has a success to
+    learn from. 0 is the paper's M-GRPO. Needs an expert for every training task (the arena,
+    most MiniWoB++ tasks); only expert successes are inserted. Logged as `expert_members`."""
+
+    expert_if_unsolved: bool = False
+    """Give every group in which no episode succeeded an expert member (as `expert_rate`
+    does at random), after any dynamic-sampling re-rolls."""
+
     clip_eps: float = 0.2
     """PPO clip range of the importance ratio (the paper's)."""
 

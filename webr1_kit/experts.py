@@ -332,6 +332,24 @@ class Expert:
         self.miniwob = MiniWoBExpert()
         self.arena = ArenaExpert()
 
+    @staticmethod
+    def covers(task: Task) -> bool:
+        """Whether a script solves `task`: every arena template has one, MiniWoB++ the
+        tasks in `MiniWoBExpert.TASKS`; WebArena and a user's own task files have none."""
+        if task.suite == "arena":
+            return task.template is not None and "params" in task.meta
+        return task.suite == "miniwob" and task.task_id.removeprefix("miniwob/") in MiniWoBExpert.TASKS
+
+    @classmethod
+    def require(cls, tasks: list[Task], what: str) -> None:
+        """Raise ValueError naming the tasks no script covers, before `what` needs them."""
+        missing = [t.task_id for t in tasks if not cls.covers(t)]
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise ValueError(f"{what} needs a scripted expert, and none exists for {len(missing)} of the "
+                             f"{len(tasks)} tasks: {shown}. Experts cover the arena and the MiniWoB++ tasks in "
+                             "MiniWoBExpert.TASKS; turn the option off or choose covered tasks.")
+
     async def act(self, task: Task, intent: str, observation: Observation, history: list[Any], seed: int = 0) -> str:
         if task.suite == "arena":
             return await self.arena.act(task, intent, observation, history)

@@ -68,6 +68,10 @@ Departures from the paper (read these before comparing numbers):
    the tasks whose groups all got the same reward have no advantage to hold their
    behaviour in place; the demonstrations do. A step with no informative group still
    makes no update at all, so the term never trains on its own.
+13. Optional (GRPOConfig.expert_rate, expert_if_unsolved; off, the paper, by default): a
+   group's last episode is replaced by the scripted expert's on the same page, in the
+   policy's own tokens, so a task the policy never solves still yields an advantage
+   (`guidance.py`, which numbers its own choices).
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import EnvConfig, GRPOConfig, to_dict
 from .errors import InfraWarning
+from .guidance import ExpertMembers, add_expert_members, check_expert_config, is_expert
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
@@ -300,14 +305,16 @@ class GRPORun:
 
 
 def _rollout_stats(groups: Sequence[TrajectoryGroup], cfg: GRPOConfig) -> dict[str, Any]:
-    trajs = [t for g in groups for t in g.valid]
+    """The policy's own episodes in `groups` (expert members are logged apart)."""
+    own = [t for g in groups for t in g.trajectories if not is_expert(t)]
+    trajs = [t for t in own if t.status != "infra_failure"]
     turns = [turn for t in trajs for turn in t.turns]
     return {
         "success_rate": sum(t.reward for t in trajs) / len(trajs) if trajs else None,
         "reward_mean": sum(episode_reward(t, cfg) for t in trajs) / len(trajs) if trajs else None,
         "truncated_responses": sum(1 for t in turns if t.finish == "length"),
-        "episodes": sum(len(g.trajectories) for g in groups),
-        "infra_failures": sum(len(g.trajectories) - len(g.valid) for g in groups),
+        "episodes": len(own),
+        "infra_failures": len(own) - len(trajs),
         "turns": len(turns) / len(trajs) if trajs else 0.0,
         "response_tokens": sum(len(t.completion_ids or []) for t in turns) / len(turns) if turns else 0.0,
         "invalid_action_rate": sum(1 for t in turns if t.error_kind) / len(turns) if turns else 0.0,
@@ -429,6 +436,8 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
     if policy.config.lora is None and not policy.has_adapter:
         raise ValueError("the policy has no LoRA adapter to train; load it with lora=LoRA()")
     replay_pool = _replay_pool(policy, demos, cfg)
+    experts_on = check_expert_config(cfg, train_tasks)
+    by_id = {t.task_id: t for t in train_tasks}
     temperature = policy.sampling.temperature
     if temperature <= 0:
         raise ValueError(f"M-GRPO samples its groups: the sampling temperature must be above 0, got {temperature} "
@@ -499,14 +508,22 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
 
             groups, rerolled = await reroll_equal_groups(groups, rerun, 2 if cfg.dynamic_sampling else 0,
                                                          reward=lambda t: episode_reward(t, cfg))
+            tally.add([*groups, *rerolled], lambda t: episode_reward(t, cfg))  # the policy's own episodes
+            experts = ExpertMembers()
+            if experts_on:  # after the tally: it measures the policy, not the expert
+                experts = await add_expert_members(
+                    groups, by_id, policy, cfg, random.Random(f"{cfg.seed}/experts/{step}"),
+                    sample_seed=derive_seed(cfg.seed, step, "expert", bits=31), browser=browser, config=train_env,
+                    concurrency=cfg.concurrency, max_turns=cfg.max_turns, max_invalid=cfg.max_invalid)
             rollout_s = time.perf_counter() - t0
-            tally.add([*groups, *rerolled], lambda t: episode_reward(t, cfg))
             for t in (t for g in [*groups, *rerolled] for t in g.trajectories):
                 t.meta["rl_reward"] = episode_reward(t, cfg)  # what the update learns from (replays show it)
             write_jsonl(run.path / "trajectories" / f"step-{step + 1}.jsonl", [t for g in groups for t in g.trajectories])
             if rerolled:  # kept for inspection; not trained on
                 write_jsonl(run.path / "trajectories" / f"rerolled-step-{step + 1}.jsonl",
                             [t for g in rerolled for t in g.trajectories])
+            if experts.replaced:  # the policy episodes the expert members took the place of
+                write_jsonl(run.path / "trajectories" / f"expert-replaced-step-{step + 1}.jsonl", experts.replaced)
             lr = lr_at(step, cfg.steps, cfg.lr, cfg.warmup_steps, "constant")
             for g in optimizer.param_groups:
                 g["lr"] = lr
@@ -524,6 +541,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
                    **_rollout_stats(groups, cfg),
                    "equal_reward_frac": batch.equal_groups / batch.groups if batch.groups else None,
                    "rerolled_groups": len(rerolled),
+                   **({"expert_members": experts.inserted, "expert_skipped": experts.skipped} if experts_on else {}),
                    **stats, "lr": lr, "rollout_s": rollout_s, "update_s": time.perf_counter() - t1}
             run.log(row)
             if bar is not None:

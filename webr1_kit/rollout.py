@@ -216,9 +216,27 @@ async def run_episodes(
     episodes of a task share a page seed; samples_per_page: each of the `episodes` pages
     is played that many times (see `episode_seeds`).
     """
+    return await run_jobs(policy, episode_seeds(tasks, episodes, seed, grouped, samples_per_page),
+                          concurrency=concurrency, max_turns=max_turns, config=config, browser=browser,
+                          retries=retries, progress=progress, max_invalid=max_invalid)
+
+
+async def run_jobs(
+    policy: Policy,
+    jobs: list[Job],
+    concurrency: int = ROLLOUT.concurrency,
+    max_turns: int = ROLLOUT.max_turns,
+    config: EnvConfig | None = None,
+    browser: Browser | None = None,
+    retries: int = ROLLOUT.retries,
+    progress: bool | Callable[[Trajectory], None] = False,
+    max_invalid: int | None = ROLLOUT.max_invalid,
+) -> EvalResult:
+    """Play `jobs` (task, page seed, sampling seed, group each), `concurrency` at a time on
+    one browser; `run_episodes` with the pages chosen by the caller, e.g. an expert replaying
+    the page of a GRPO group (`guidance`). Trajectories come back in job order."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    jobs = episode_seeds(tasks, episodes, seed, grouped, samples_per_page)
     own = browser is None
     browser = browser or Browser(config)
     await browser.start()
