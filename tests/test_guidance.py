@@ -12,7 +12,8 @@ import torch
 
 from webr1_kit.config import GRPOConfig
 from webr1_kit.grpo import build_batch
-from webr1_kit.guidance import ExpertVoice, add_expert_members, check_expert_config, is_expert, pick_groups
+from webr1_kit.guidance import (ExpertVoice, HintedPolicy, add_expert_members, check_expert_config, is_expert,
+                                pick_groups, score)
 from webr1_kit.observation import Observation
 from webr1_kit.prompt import build_prompt
 from webr1_kit.rollout import Job, rollout, run_jobs
@@ -118,6 +119,50 @@ def test_tasks_without_an_expert_are_refused_by_name():
         check_expert_config(GRPOConfig(expert_if_unsolved=True), covered + [own])
     with pytest.raises(ValueError, match="expert_rate must be between 0 and 1, got 1.5"):
         check_expert_config(GRPOConfig(expert_rate=1.5), covered)
+    with pytest.raises(ValueError, match="grpo.hint_rate needs a scripted expert.*mine/login"):
+        check_expert_config(GRPOConfig(hint_rate=0.5), covered + [own])
+    assert check_expert_config(GRPOConfig(hint_rate=0.5), covered) is False  # hints alone add no members
+
+
+class Spy:
+    """Records the prompts the generator is fed."""
+
+    def __init__(self, generator):
+        self.generator, self.fed = generator, []
+
+    async def generate(self, prompt_ids, seed=0):
+        self.fed.append(list(prompt_ids))
+        return await self.generator.generate(prompt_ids, seed=seed)
+
+
+async def test_a_hinted_turn_is_generated_with_the_hint_and_recorded_without_it(browser, tokenizer):
+    policy = make_policy(tokenizer)
+    policy.set_sampling(replace(policy.sampling, temperature=0.7))
+    spy = policy.generator = Spy(policy.generator)
+    hinted = HintedPolicy(policy, rate=1.0)
+    (task,) = load_tasks("miniwob", names=["click-button"])
+    (traj,) = (await run_jobs(hinted, [Job(task, 3, 5, 0)], browser=browser, max_turns=1)).trajectories
+    (turn,) = traj.turns
+    assert hinted.hinted_turns == 1 and hinted.hint_misses == 0
+    fed = tokenizer.decode(spy.fed[0])
+    assert 'Hint: a good next action is do(action="Click", element=' in fed  # the model saw the hint
+    plain = build_prompt(tokenizer, traj.intent, [], Observation.from_dict(turn.observation), policy.prompt)
+    assert turn.prompt_ids == plain.ids and "Hint:" not in tokenizer.decode(turn.prompt_ids)  # training does not
+    assert turn.logprobs == pytest.approx(score(policy, plain.ids, turn.completion_ids), abs=1e-6)
+
+
+async def test_an_episode_is_hinted_by_its_seed_and_a_state_without_a_hint_plays_unhinted(browser, tokenizer):
+    policy = make_policy(tokenizer)
+    half = HintedPolicy(policy, rate=0.5)
+    draws = [half.hinted(s) for s in range(400)]
+    assert 0.4 < sum(draws) / 400 < 0.6 and draws == [half.hinted(s) for s in range(400)]
+    assert not any(HintedPolicy(policy, rate=0.0).hinted(s) for s in range(100))
+    spy = policy.generator = Spy(policy.generator)
+    always = HintedPolicy(policy, rate=1.0)
+    (task,) = load_tasks("miniwob", names=["ascending-numbers"])  # no script: the expert has no hint
+    (traj,) = (await run_jobs(always, [Job(task, 3, 5, 0)], browser=browser, max_turns=1)).trajectories
+    assert (always.hinted_turns, always.hint_misses) == (0, 1)
+    assert spy.fed == [traj.turns[0].prompt_ids]  # played as the plain policy plays
 
 
 @pytest.mark.slow
@@ -132,7 +177,9 @@ def test_m_grpo_trains_on_groups_the_policy_never_solves_once_experts_join_them(
         "tasks": {"suite": "miniwob", "names": ["click-button", "focus-text"]},
     }
     rows = {}
-    for name, extra in (("plain", {}), ("experts", {"expert_if_unsolved": True})):
+    arms = (("plain", {}), ("experts", {"expert_if_unsolved": True}),
+            ("hints", {"expert_if_unsolved": False, "hint_rate": 1.0}))
+    for name, extra in arms:
         config["grpo"].update(extra)
         (tmp_path / f"{name}.json").write_text(json.dumps(config))
         assert main(["rl", "--config", str(tmp_path / f"{name}.json"), "--out", str(tmp_path / name), "--quiet"]) == 0
@@ -146,3 +193,8 @@ def test_m_grpo_trains_on_groups_the_policy_never_solves_once_experts_join_them(
     assert sum(bool(t["meta"].get("expert")) for t in steps) == 2
     replaced = (tmp_path / "experts" / "trajectories" / "expert-replaced-step-1.jsonl").read_text().splitlines()
     assert len(replaced) == 2
+    # Hinted episodes are logged apart from the policy's unaided ones.
+    assert rows["hints"]["hinted_episodes"] == 4 and rows["hints"]["hinted_turns"] >= 4
+    assert rows["hints"]["first_draw_success"] is None and rows["hints"]["episodes"] == 0
+    hinted = [json.loads(x) for x in (tmp_path / "hints" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
+    assert all(t["meta"]["hinted"] for t in hinted) and "expert_members" not in rows["hints"]

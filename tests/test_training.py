@@ -12,6 +12,7 @@ from webr1_kit.config import GRPOConfig, LoRA, PolicyConfig, PromptConfig, Sampl
 from webr1_kit.grpo import (TaskTally, build_batch, draw_tasks, group_advantages, grpo_loss, infra_warning,
                             reroll_equal_groups, update)
 from webr1_kit.observation import Observation
+from webr1_kit.tasks import Task
 from webr1_kit.models import attach_lora, build_tiny_model, embedded_path
 from webr1_kit.policy import LLMPolicy
 from webr1_kit.sft import examples, train_sft
@@ -133,6 +134,11 @@ def test_task_tally_weighs_tasks_by_the_chance_of_an_informative_group():
     tally.add([infra], lambda t: t.reward)  # infrastructure failures are not evidence
     assert tally.failures["solved"] == 0.0
     assert TaskTally.from_dict(json.loads(json.dumps(tally.to_dict()))) == tally
+    tasks = [Task(task_id=k, intent="", start_url="") for k in ("solved", "mixed")]
+    low, high = tally.weight("solved", 4), tally.weight("mixed", 4)
+    assert tally.draw_weights(tasks, 4) == [low, high]  # no floor: the tally's own weights
+    mid = (low + high) / 2
+    assert low < mid < high and tally.draw_weights(tasks, 4, floor=mid) == [mid, high]  # it lifts only the low ones
 
 
 def test_dynamic_sampling_replaces_only_equal_reward_groups_and_returns_them():

@@ -370,6 +370,12 @@ class GRPOConfig:
     less (0.9: a step's outcomes weigh half as much about 7 steps later), so the estimate
     follows the policy as it changes."""
 
+    task_floor: float = 0.0
+    """"informative" only: no task's draw weight falls below this (weights are chances in
+    [0, 1]), so a task the policy has always solved or always failed lately keeps at least
+    this claim on the step's groups and no task or template starves. 0 leaves the tally's
+    own lower bound, which is above 0 but can be small."""
+
     group_size: int = 4
     """Trajectories per task, G (the paper: 4)."""
 
@@ -419,6 +425,14 @@ class GRPOConfig:
     expert_if_unsolved: bool = False
     """Give every group in which no episode succeeded an expert member (as `expert_rate`
     does at random), after any dynamic-sampling re-rolls."""
+
+    hint_rate: float = 0.0
+    """Share of the rollout episodes, drawn per episode, whose every prompt carries the
+    scripted expert's next action at the state reached as a hint; the policy still writes
+    the response, and training scores it on the prompt without the hint
+    (`guidance.HintedPolicy`), so the group compares hinted successes with unhinted
+    failures. 0 is the paper's. Needs an expert for every training task. Logged as
+    `hinted_episodes`, `hinted_turns` and `hint_misses` (turns the expert could not hint)."""
 
     clip_eps: float = 0.2
     """PPO clip range of the importance ratio (the paper's)."""

@@ -68,9 +68,10 @@ Departures from the paper (read these before comparing numbers):
    the tasks whose groups all got the same reward have no advantage to hold their
    behaviour in place; the demonstrations do. A step with no informative group still
    makes no update at all, so the term never trains on its own.
-13. Optional (GRPOConfig.expert_rate, expert_if_unsolved; off, the paper, by default): a
-   group's last episode is replaced by the scripted expert's on the same page, in the
-   policy's own tokens, so a task the policy never solves still yields an advantage
+13. Optional (GRPOConfig.expert_rate, expert_if_unsolved, hint_rate; off, the paper, by
+   default): a group's last episode is replaced by the scripted expert's on the same page,
+   in the policy's own tokens, or a share of the episodes play with the expert's next
+   action as a hint, so a task the policy never solves still yields an advantage
    (`guidance.py`, which numbers its own choices).
 """
 
@@ -87,7 +88,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import EnvConfig, GRPOConfig, to_dict
 from .errors import InfraWarning
-from .guidance import ExpertMembers, add_expert_members, check_expert_config, is_expert
+from .guidance import ExpertMembers, HintedPolicy, add_expert_members, check_expert_config, guided
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
@@ -304,9 +305,17 @@ class GRPORun:
         return [t for g in self.groups for t in g.trajectories]
 
 
+def _mark_hinted(groups: Sequence[TrajectoryGroup], actor: Any) -> None:
+    """Mark the episodes HintedPolicy played with hints (`meta["hinted"]`)."""
+    if isinstance(actor, HintedPolicy):
+        for t in (t for g in groups for t in g.trajectories):
+            t.meta["hinted"] = actor.hinted(t.meta.get("sample_seed", t.seed))
+
+
 def _rollout_stats(groups: Sequence[TrajectoryGroup], cfg: GRPOConfig) -> dict[str, Any]:
-    """The policy's own episodes in `groups` (expert members are logged apart)."""
-    own = [t for g in groups for t in g.trajectories if not is_expert(t)]
+    """The policy's unaided episodes in `groups` (expert members and hinted episodes are
+    logged apart)."""
+    own = [t for g in groups for t in g.trajectories if not guided(t)]
     trajs = [t for t in own if t.status != "infra_failure"]
     turns = [turn for t in trajs for turn in t.turns]
     return {
@@ -405,6 +414,10 @@ class TaskTally:
             all_fail *= (1 + f + i) / (2 + s + f + i)
         return max(1.0 - all_pass - all_fail, 1e-9)
 
+    def draw_weights(self, tasks: Sequence[Task], group_size: int, floor: float = 0.0) -> list[float]:
+        """Each task's `weight`, raised to `floor` where it is lower (GRPOConfig.task_floor)."""
+        return [max(self.weight(t.task_id, group_size), floor) for t in tasks]
+
     def to_dict(self) -> dict[str, Any]:
         return {"memory": self.memory, "successes": self.successes, "failures": self.failures}
 
@@ -437,6 +450,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
         raise ValueError("the policy has no LoRA adapter to train; load it with lora=LoRA()")
     replay_pool = _replay_pool(policy, demos, cfg)
     experts_on = check_expert_config(cfg, train_tasks)
+    actor = HintedPolicy(policy, cfg.hint_rate) if cfg.hint_rate > 0 else policy  # who plays the rollouts
     by_id = {t.task_id: t for t in train_tasks}
     temperature = policy.sampling.temperature
     if temperature <= 0:
@@ -488,12 +502,15 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
         for step in range(start, cfg.steps):
             t0 = time.perf_counter()
             rng = random.Random(f"{cfg.seed}/tasks/{step}")
-            weights = ([tally.weight(t.task_id, cfg.group_size) for t in train_tasks]
+            weights = (tally.draw_weights(train_tasks, cfg.group_size, cfg.task_floor)
                        if cfg.task_sampling == "informative" else None)
             tasks = draw_tasks(rng, train_tasks, cfg.tasks_per_step, weights)
-            groups = await rollout(policy, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
+            if isinstance(actor, HintedPolicy):
+                actor.hinted_turns = actor.hint_misses = 0
+            groups = await rollout(actor, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
                                    concurrency=cfg.concurrency, seed=derive_seed(cfg.seed, step, bits=32, digest_size=4), browser=browser,
                                    config=train_env, max_invalid=cfg.max_invalid)
+            _mark_hinted(groups, actor)
             # What the policy does before any re-roll: dynamic sampling keeps mixed groups,
             # whose success sits near 0.5 by construction, so only this draw shows learning.
             first = _rollout_stats(groups, cfg)
@@ -501,13 +518,14 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
                 warnings.warn(alarm, InfraWarning, stacklevel=2)
 
             async def rerun(n: int, extra: int) -> list[TrajectoryGroup]:  # called within this step only
-                return await rollout(policy, draw_tasks(rng, train_tasks, n, weights), group_size=cfg.group_size,
+                return await rollout(actor, draw_tasks(rng, train_tasks, n, weights), group_size=cfg.group_size,
                                      max_turns=cfg.max_turns, concurrency=cfg.concurrency,
                                      seed=derive_seed(cfg.seed, step, extra, bits=32, digest_size=4), browser=browser, config=train_env,
                                      max_invalid=cfg.max_invalid)
 
             groups, rerolled = await reroll_equal_groups(groups, rerun, 2 if cfg.dynamic_sampling else 0,
                                                          reward=lambda t: episode_reward(t, cfg))
+            _mark_hinted(groups, actor)
             tally.add([*groups, *rerolled], lambda t: episode_reward(t, cfg))  # the policy's own episodes
             experts = ExpertMembers()
             if experts_on:  # after the tally: it measures the policy, not the expert
@@ -542,6 +560,9 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
                    "equal_reward_frac": batch.equal_groups / batch.groups if batch.groups else None,
                    "rerolled_groups": len(rerolled),
                    **({"expert_members": experts.inserted, "expert_skipped": experts.skipped} if experts_on else {}),
+                   **({"hinted_episodes": sum(bool(t.meta.get("hinted")) for g in groups for t in g.trajectories),
+                       "hinted_turns": actor.hinted_turns, "hint_misses": actor.hint_misses}
+                      if isinstance(actor, HintedPolicy) else {}),
                    **stats, "lr": lr, "rollout_s": rollout_s, "update_s": time.perf_counter() - t1}
             run.log(row)
             if bar is not None:
