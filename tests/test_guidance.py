@@ -12,14 +12,14 @@ import torch
 
 from webr1_kit.config import GRPOConfig
 from webr1_kit.grpo import build_batch
-from webr1_kit.guidance import (ExpertVoice, HintedPolicy, add_expert_members, check_expert_config, is_expert,
-                                pick_groups, score)
+from webr1_kit.guidance import (ExpertVoice, GuidedPolicy, add_expert_members, check_expert_config, is_expert,
+                                pick_groups, score, step_score, turn_advantages)
 from webr1_kit.observation import Observation
 from webr1_kit.prompt import build_prompt
 from webr1_kit.rollout import Job, rollout, run_jobs
 from webr1_kit.tasks import Task, load_tasks
 from webr1_kit.training import token_logprobs
-from webr1_kit.trajectory import TrajectoryGroup, pack
+from webr1_kit.trajectory import TrajectoryGroup, Turn, pack
 
 from test_training import make_policy, rl_traj, save_tiny_model, tokenizer  # noqa: F401  (fixture)
 
@@ -122,6 +122,8 @@ def test_tasks_without_an_expert_are_refused_by_name():
     with pytest.raises(ValueError, match="grpo.hint_rate needs a scripted expert.*mine/login"):
         check_expert_config(GRPOConfig(hint_rate=0.5), covered + [own])
     assert check_expert_config(GRPOConfig(hint_rate=0.5), covered) is False  # hints alone add no members
+    with pytest.raises(ValueError, match="grpo.prefix_max / grpo.credit_from_departure needs a scripted expert"):
+        check_expert_config(GRPOConfig(prefix_max=2, credit_from_departure=True), [own])
 
 
 class Spy:
@@ -139,11 +141,11 @@ async def test_a_hinted_turn_is_generated_with_the_hint_and_recorded_without_it(
     policy = make_policy(tokenizer)
     policy.set_sampling(replace(policy.sampling, temperature=0.7))
     spy = policy.generator = Spy(policy.generator)
-    hinted = HintedPolicy(policy, rate=1.0)
+    hinted = GuidedPolicy(policy, hint_rate=1.0)
     (task,) = load_tasks("miniwob", names=["click-button"])
     (traj,) = (await run_jobs(hinted, [Job(task, 3, 5, 0)], browser=browser, max_turns=1)).trajectories
     (turn,) = traj.turns
-    assert hinted.hinted_turns == 1 and hinted.hint_misses == 0
+    assert hinted.counts == {"hinted_turns": 1, "prefix_turns": 0, "expert_misses": 0}
     fed = tokenizer.decode(spy.fed[0])
     assert 'Hint: a good next action is do(action="Click", element=' in fed  # the model saw the hint
     plain = build_prompt(tokenizer, traj.intent, [], Observation.from_dict(turn.observation), policy.prompt)
@@ -153,15 +155,15 @@ async def test_a_hinted_turn_is_generated_with_the_hint_and_recorded_without_it(
 
 async def test_an_episode_is_hinted_by_its_seed_and_a_state_without_a_hint_plays_unhinted(browser, tokenizer):
     policy = make_policy(tokenizer)
-    half = HintedPolicy(policy, rate=0.5)
+    half = GuidedPolicy(policy, hint_rate=0.5)
     draws = [half.hinted(s) for s in range(400)]
     assert 0.4 < sum(draws) / 400 < 0.6 and draws == [half.hinted(s) for s in range(400)]
-    assert not any(HintedPolicy(policy, rate=0.0).hinted(s) for s in range(100))
+    assert not any(GuidedPolicy(policy).hinted(s) for s in range(100))
     spy = policy.generator = Spy(policy.generator)
-    always = HintedPolicy(policy, rate=1.0)
+    always = GuidedPolicy(policy, hint_rate=1.0)
     (task,) = load_tasks("miniwob", names=["ascending-numbers"])  # no script: the expert has no hint
     (traj,) = (await run_jobs(always, [Job(task, 3, 5, 0)], browser=browser, max_turns=1)).trajectories
-    assert (always.hinted_turns, always.hint_misses) == (0, 1)
+    assert always.counts == {"hinted_turns": 0, "prefix_turns": 0, "expert_misses": 1}
     assert spy.fed == [traj.turns[0].prompt_ids]  # played as the plain policy plays
 
 
@@ -178,7 +180,9 @@ def test_m_grpo_trains_on_groups_the_policy_never_solves_once_experts_join_them(
     }
     rows = {}
     arms = (("plain", {}), ("experts", {"expert_if_unsolved": True}),
-            ("hints", {"expert_if_unsolved": False, "hint_rate": 1.0}))
+            ("hints", {"expert_if_unsolved": False, "hint_rate": 1.0}),
+            ("guided", {"hint_rate": 0.5, "prefix_max": 1, "step_reward_coef": 0.5, "credit_from_departure": True,
+                        "max_turns": 2}))
     for name, extra in arms:
         config["grpo"].update(extra)
         (tmp_path / f"{name}.json").write_text(json.dumps(config))
@@ -195,6 +199,89 @@ def test_m_grpo_trains_on_groups_the_policy_never_solves_once_experts_join_them(
     assert len(replaced) == 2
     # Hinted episodes are logged apart from the policy's unaided ones.
     assert rows["hints"]["hinted_episodes"] == 4 and rows["hints"]["hinted_turns"] >= 4
+    assert rows["hints"]["expert_misses"] == 0
     assert rows["hints"]["first_draw_success"] is None and rows["hints"]["episodes"] == 0
     hinted = [json.loads(x) for x in (tmp_path / "hints" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
     assert all(t["meta"]["hinted"] for t in hinted) and "expert_members" not in rows["hints"]
+    # Every guided recipe at once runs, logs its counts, and keeps the expert's view of each policy turn.
+    guided = rows["guided"]
+    steps = [json.loads(x) for x in (tmp_path / "guided" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
+    helped = [t for t in steps if t["meta"]["hinted"] or not all(u["trained"] for u in t["turns"])]
+    assert len(steps) == 4 and guided["episodes"] == 4 - len(helped)  # the policy's own are logged apart
+    assert guided["hinted_episodes"] == sum(t["meta"]["hinted"] for t in steps)
+    turns = [u for t in steps for u in t["turns"]]
+    assert all(u["expert"] is not None for u in turns if u["trained"])  # watched: step rewards need it
+    assert sum(not u["trained"] for u in turns) == guided["prefix_turns"]
+
+
+async def test_a_prefix_start_hands_the_policy_the_state_the_expert_reached(browser, tokenizer):
+    from webr1_kit.experts import MiniWoBExpert
+
+    (task,) = load_tasks("miniwob", names=["login-user"])  # username, password, then the button
+    (alone,) = (await run_jobs(MiniWoBExpert(), [Job(task, 21, 0, 0)], browser=browser, max_turns=6)).trajectories
+    assert alone.success and len(alone.turns) == 3
+    policy = make_policy(tokenizer)
+    guided = GuidedPolicy(policy, prefix_max=2)
+
+    def k_at(r):
+        guided.round = r
+        return guided.prefix(task, alone.intent)
+
+    guided.round = next(r for r in range(100) if k_at(r) == 2)
+    (traj,) = (await run_jobs(guided, [Job(task, 21, 0, 0)], browser=browser, max_turns=3)).trajectories
+    assert [t.trained for t in traj.turns[:2]] == [False, False] and guided.counts["prefix_turns"] == 2
+    assert [t.response for t in traj.turns[:2]] == [t.response for t in alone.turns[:2]]
+    handed = traj.turns[2]  # the policy's first turn: the page as the expert left it after two steps
+    assert handed.trained and handed.observation["url"] == alone.turns[2].observation["url"]
+    assert handed.observation["content"] == alone.turns[2].observation["content"]
+    trained = [i for s in pack(traj) for i, m in zip(s.input_ids, s.loss_mask) if m]
+    assert trained == handed.completion_ids  # the prefix is context: only the policy's turn is trained
+    # The members of a group share k (same task and page), and k moves with the step.
+    assert len({GuidedPolicy(policy, prefix_max=3).prefix(task, alone.intent) for _ in range(5)}) == 1
+    assert {k_at(r) for r in range(40)} == {0, 1, 2}
+
+
+def expert_turn(mine, theirs, trained=True):
+    def act(name, element=None, argument=None):
+        return {"name": name, "element": element, "argument": argument, "text": ""}
+    return Turn(observation={}, response="r", action=None if mine is None else act(*mine), expert=act(*theirs),
+                prompt_ids=[1], completion_ids=[2, 3], logprobs=[-1.0, -1.0], trained=trained)
+
+
+def test_step_scores_count_the_checks_that_match_the_experts_action():
+    assert step_score(expert_turn(("Click", 4), ("Click", 4))) == 1.0
+    assert step_score(expert_turn(("click", 5), ("Click", 4))) == pytest.approx(2 / 3)  # valid, type; not element
+    assert step_score(expert_turn(("Type", 2, "abd"), ("Type", 2, "abc"))) == pytest.approx(3 / 4)
+    assert step_score(expert_turn(("exit", None, "42"), ("exit", None, "41"))) == 1.0  # an answer is the verdict's
+    assert step_score(expert_turn(None, ("Click", 4))) == 0.0  # no valid action
+    assert step_score(expert_turn(("Click", 4), ("Click", 4), trained=False)) is None  # an expert's prefix turn
+    no_answer = expert_turn(("Click", 4), ("Click", 4))
+    no_answer.expert = None
+    assert step_score(no_answer) is None
+
+
+def test_step_rewards_and_departure_credit_give_the_documented_turn_advantages(tokenizer):
+    from webr1_kit.trajectory import Trajectory
+
+    def episode(*turns, reward=0.0):
+        return Trajectory("miniwob/x", "i", 0, turns=list(turns), reward=reward, status="done")
+
+    right, wrong = expert_turn(("Click", 4), ("Click", 4)), expert_turn(("Click", 5), ("Click", 4))
+    a, b = episode(right, wrong), episode(wrong, wrong)  # both failed: no episode advantage
+    cfg = GRPOConfig(step_reward_coef=0.5)
+    # scores 1, 2/3 | 2/3, 2/3: mean 3/4, std √3/12, so +√3 for the right step and -1/√3 for the others
+    (da, db) = turn_advantages([a, b], [0.0, 0.0], cfg)
+    assert da[0] == pytest.approx(0.5 * 3 ** 0.5, rel=1e-3) and da[1] == pytest.approx(-0.5 / 3 ** 0.5, rel=1e-3)
+    assert db == {0: da[1], 1: da[1]}
+    batch = build_batch([TrajectoryGroup("miniwob/x", [a, b])], tokenizer, cfg)
+    assert batch.equal_groups == 0  # one sequence per turn here, two tokens each
+    assert batch.advantages[:2] == [[da[0]] * 2, [da[1]] * 2]
+    assert build_batch([TrajectoryGroup("miniwob/x", [a, b])], tokenizer, GRPOConfig()).equal_groups == 1
+    # Credit from the first departure: the matching first turn of a failure takes no blame.
+    won = episode(right, right, reward=1.0)
+    credit = GRPOConfig(credit_from_departure=True)
+    (dw, da2) = turn_advantages([won, a], [1.0, -1.0], credit)
+    assert dw == {} and da2 == {0: 0.0}  # turn 1 keeps the episode's -1
+    (dn,) = turn_advantages([episode(right, right)], [-1.0], credit)
+    assert dn == {0: 0.0, 1: 0.0}  # matched the expert throughout: blamed nowhere
+    assert turn_advantages([won, a], [1.0, -1.0], GRPOConfig()) == [{}, {}]  # off: the episode's advantage

@@ -430,9 +430,27 @@ class GRPOConfig:
     """Share of the rollout episodes, drawn per episode, whose every prompt carries the
     scripted expert's next action at the state reached as a hint; the policy still writes
     the response, and training scores it on the prompt without the hint
-    (`guidance.HintedPolicy`), so the group compares hinted successes with unhinted
+    (`guidance.GuidedPolicy`), so the group compares hinted successes with unhinted
     failures. 0 is the paper's. Needs an expert for every training task. Logged as
-    `hinted_episodes`, `hinted_turns` and `hint_misses` (turns the expert could not hint)."""
+    `hinted_episodes`, `hinted_turns` and `expert_misses` (states the expert had no answer for)."""
+
+    prefix_max: int = 0
+    """Expert prefix starts: the scripted expert plays the first k turns of each group's
+    episodes (k drawn per group and step from 0..prefix_max) and the policy the rest, so it
+    practises the last steps of a task first (a reverse curriculum). The prefix turns are
+    context, never trained. 0 is the paper's. Logged as `prefix_turns`."""
+
+    step_reward_coef: float = 0.0
+    """Weight λ of step rewards: each turn the policy plays is scored against the expert's
+    action at the same state (valid action, type, element, typed text; `guidance.step_score`),
+    and the group-normalised score, times λ, is added to that turn's advantage. A group whose
+    episodes all failed then still teaches which turns were nearer the expert's. 0 is the
+    paper's (one advantage per episode)."""
+
+    credit_from_departure: bool = False
+    """In a failed episode, put its negative advantage only on the turns from the first one
+    whose action differed from the expert's at that state; the turns before it did what the
+    expert would have done."""
 
     clip_eps: float = 0.2
     """PPO clip range of the importance ratio (the paper's)."""

@@ -68,11 +68,12 @@ Departures from the paper (read these before comparing numbers):
    the tasks whose groups all got the same reward have no advantage to hold their
    behaviour in place; the demonstrations do. A step with no informative group still
    makes no update at all, so the term never trains on its own.
-13. Optional (GRPOConfig.expert_rate, expert_if_unsolved, hint_rate; off, the paper, by
-   default): a group's last episode is replaced by the scripted expert's on the same page,
-   in the policy's own tokens, or a share of the episodes play with the expert's next
-   action as a hint, so a task the policy never solves still yields an advantage
-   (`guidance.py`, which numbers its own choices).
+13. Optional, all off by default (the paper): recipes that draw signal from the scripted
+   expert where the task reward is sparse (`guidance.py`, which numbers its own choices):
+   expert members of groups (expert_rate, expert_if_unsolved), hinted episodes
+   (hint_rate), expert prefix starts (prefix_max), step rewards against the expert's action
+   at the policy's state (step_reward_coef), and credit from the first departure from it
+   (credit_from_departure).
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import EnvConfig, GRPOConfig, to_dict
 from .errors import InfraWarning
-from .guidance import ExpertMembers, HintedPolicy, add_expert_members, check_expert_config, guided
+from .guidance import (ExpertMembers, GuidedPolicy, add_expert_members, check_expert_config, guided, make_actor,
+                       turn_advantages)
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
@@ -159,21 +161,23 @@ def build_batch(groups: Sequence[TrajectoryGroup], tokenizer: Any, cfg: GRPOConf
             continue
         batch.groups += 1
         adv = group_advantages([episode_reward(t, cfg) for t in valid])
-        if all(a == 0 for a in adv):
+        per_turn = turn_advantages(valid, adv, cfg)  # the guided recipes' per-turn changes, if any
+        if all(a == 0 for a in adv) and not any(v for d in per_turn for v in d.values()):
             batch.equal_groups += 1
             continue
-        informative.append((valid, adv))
-    per_traj: list[tuple[list[Packed], float, int, int]] = []  # (sequences, advantage, group size, group)
-    for gi, (valid, adv) in enumerate(informative):
-        for traj, a in zip(valid, adv):
+        informative.append((valid, adv, per_turn))
+    # (sequences, episode advantage, per-turn advantages where they differ, group size, group)
+    per_traj: list[tuple[list[Packed], float, dict[int, float], int, int]] = []
+    for gi, (valid, adv, per_turn) in enumerate(informative):
+        for traj, a, turns in zip(valid, adv, per_turn):
             seqs = [apply_think_mask(tokenizer, s, cfg.train_think) for s in pack(traj)]
             if cfg.truncation == "mask":
                 cut = {j for j, t in enumerate(traj.turns) if t.finish == "length"}
                 seqs = [_untrain_turns(s, cut) for s in seqs] if cut else seqs
-            per_traj.append((seqs, a, len(valid), gi))
+            per_traj.append((seqs, a, turns, len(valid), gi))
     n_tokens = sum(sum(s.loss_mask) for seqs, *_ in per_traj for s in seqs)
     constant = cfg.tasks_per_step * cfg.group_size * max_new_tokens
-    for seqs, a, size, _ in per_traj:
+    for seqs, a, turns, size, _ in per_traj:
         turn_tokens: dict[int, int] = {}
         for s in seqs:
             for t, m in zip(s.turn, s.loss_mask):
@@ -190,7 +194,7 @@ def build_batch(groups: Sequence[TrajectoryGroup], tokenizer: Any, cfg: GRPOConf
             else:  # the paper: 1/groups · 1/G · 1/|τ| · 1/|a_j|
                 w = [1.0 / (len(informative) * size * len(turn_tokens) * turn_tokens[t]) for t in trained_turns]
             batch.seqs.append(s)
-            batch.advantages.append([a] * len(trained_turns))
+            batch.advantages.append([turns.get(t, a) for t in trained_turns])
             batch.weights.append(w)
     return batch
 
@@ -306,8 +310,8 @@ class GRPORun:
 
 
 def _mark_hinted(groups: Sequence[TrajectoryGroup], actor: Any) -> None:
-    """Mark the episodes HintedPolicy played with hints (`meta["hinted"]`)."""
-    if isinstance(actor, HintedPolicy):
+    """Mark the episodes GuidedPolicy played with hints (`meta["hinted"]`)."""
+    if isinstance(actor, GuidedPolicy) and actor.hint_rate > 0:
         for t in (t for g in groups for t in g.trajectories):
             t.meta["hinted"] = actor.hinted(t.meta.get("sample_seed", t.seed))
 
@@ -450,7 +454,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
         raise ValueError("the policy has no LoRA adapter to train; load it with lora=LoRA()")
     replay_pool = _replay_pool(policy, demos, cfg)
     experts_on = check_expert_config(cfg, train_tasks)
-    actor = HintedPolicy(policy, cfg.hint_rate) if cfg.hint_rate > 0 else policy  # who plays the rollouts
+    actor = make_actor(policy, cfg)  # who plays the rollouts: the policy, or the policy guided by the expert
     by_id = {t.task_id: t for t in train_tasks}
     temperature = policy.sampling.temperature
     if temperature <= 0:
@@ -505,8 +509,8 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
             weights = (tally.draw_weights(train_tasks, cfg.group_size, cfg.task_floor)
                        if cfg.task_sampling == "informative" else None)
             tasks = draw_tasks(rng, train_tasks, cfg.tasks_per_step, weights)
-            if isinstance(actor, HintedPolicy):
-                actor.hinted_turns = actor.hint_misses = 0
+            if isinstance(actor, GuidedPolicy):
+                actor.round, actor.counts = step, dict.fromkeys(actor.counts, 0)
             groups = await rollout(actor, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
                                    concurrency=cfg.concurrency, seed=derive_seed(cfg.seed, step, bits=32, digest_size=4), browser=browser,
                                    config=train_env, max_invalid=cfg.max_invalid)
@@ -561,8 +565,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
                    "rerolled_groups": len(rerolled),
                    **({"expert_members": experts.inserted, "expert_skipped": experts.skipped} if experts_on else {}),
                    **({"hinted_episodes": sum(bool(t.meta.get("hinted")) for g in groups for t in g.trajectories),
-                       "hinted_turns": actor.hinted_turns, "hint_misses": actor.hint_misses}
-                      if isinstance(actor, HintedPolicy) else {}),
+                       **actor.counts} if isinstance(actor, GuidedPolicy) else {}),
                    **stats, "lr": lr, "rollout_s": rollout_s, "update_s": time.perf_counter() - t1}
             run.log(row)
             if bar is not None:

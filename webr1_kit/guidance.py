@@ -15,7 +15,7 @@ normalisation as every other trajectory.
 Hinted episodes (GRPOConfig.hint_rate): a share of the episodes, drawn per episode, play
 with a hint in every prompt, the action the expert would take at the state the policy
 reached ("Hint: a good next action is do(action=\"Click\", element=\"4\")"), played by
-`HintedPolicy`. The policy still writes the response; the hint only makes success likelier.
+`GuidedPolicy`. The policy still writes the response; the hint only makes success likelier.
 The trained tokens are scored on the prompt without the hint, so what is learned is to act
 that way unprompted, and a group's hinted successes are compared with its unhinted failures.
 
@@ -52,9 +52,24 @@ For hinted episodes (language-guided exploration):
 7. The hint is asked at every turn of a hinted episode, from the state the policy actually
    reached and with the policy's own turns as history. An expert that cannot answer there
    (it raises, or answers with its "no script" exit) gives no hint for that turn, and the
-   turn is played without one; `hinted_turns` and `hint_misses` count both.
+   turn is played without one; `hinted_turns` and `expert_misses` count both.
 8. Whether an episode is hinted is drawn from its sampling seed, so a group's members
    differ and a resumed run draws the same.
+
+For prefix starts, step rewards and credit (`GuidedPolicy`, `turn_advantages`):
+9. Prefix starts (SOLAR-RL's semi-online rollouts, as a reverse curriculum): the expert
+   plays the first k turns and the policy the rest. k is drawn per group, not per
+   episode, so that the G members start from the same state and their comparison is fair;
+   it changes from step to step. The prefix turns are history the policy reads, never
+   trained (`Turn.trained` False), and the episode's reward is the task's verdict as usual.
+10. Step rewards (WorkForceAgent-R1's rule rewards, simplified): the expert is asked at the
+   state the policy reached, with the policy's own turns as history, and a turn scores the
+   share of the checks it passes (valid action, type, element, typed text). The step
+   advantage is added to the episode's with weight λ; WorkForceAgent-R1 rewards single
+   steps against labelled data instead of an expert at the live state.
+11. Credit from the first departure: a failed episode's negative advantage is taken off the
+   turns before the first one where the policy's action differed from the expert's; a
+   failed episode that matched the expert throughout is blamed nowhere.
 """
 
 from __future__ import annotations
@@ -82,8 +97,14 @@ def check_expert_config(cfg: GRPOConfig, tasks: Sequence[Task]) -> bool:
     for name in ("expert_rate", "hint_rate"):
         if not 0.0 <= getattr(cfg, name) <= 1.0:
             raise ValueError(f"grpo.{name} must be between 0 and 1, got {getattr(cfg, name)}")
-    if cfg.hint_rate > 0:
-        Expert.require(list(tasks), "grpo.hint_rate")
+    if cfg.prefix_max < 0 or cfg.step_reward_coef < 0:
+        raise ValueError(f"grpo.prefix_max and grpo.step_reward_coef must be >= 0, got {cfg.prefix_max} and "
+                         f"{cfg.step_reward_coef}")
+    guides = [n for n, on in (("hint_rate", cfg.hint_rate > 0), ("prefix_max", cfg.prefix_max > 0),
+                              ("step_reward_coef", cfg.step_reward_coef > 0),
+                              ("credit_from_departure", cfg.credit_from_departure)) if on]
+    if guides:
+        Expert.require(list(tasks), " / ".join(f"grpo.{n}" for n in guides))
     on = cfg.expert_rate > 0 or cfg.expert_if_unsolved
     if on:
         Expert.require(list(tasks), "grpo.expert_rate / grpo.expert_if_unsolved")
@@ -137,54 +158,97 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _NO_SCRIPT = "unsupported task"
 
 
-class HintedPolicy:
-    """The model policy, with the expert's next action as a hint in the prompts of a
-    `rate` share of the episodes (departures 6-8). Its responses carry the token record of
-    the prompt without the hint, so training scores them as the policy's own."""
+class GuidedPolicy:
+    """The model policy, consulting the scripted expert at the states it reaches, for the
+    recipes that need the expert's view of a state the policy is in (GRPOConfig):
 
-    name = "hinted"
+    - `prefix_max` > 0: the expert plays the first k turns of every episode of a group
+      (k drawn per group, 0..prefix_max), as context the policy reads but is not trained
+      on (`Turn.trained` False), so the policy practises the last steps first (departure 9);
+    - `hint_rate` > 0: that share of the episodes show the expert's next action as a hint
+      in every prompt, and record the prompt without it (departures 6-8);
+    - `watch`: every turn the policy plays records the expert's action at that state
+      (`Turn.expert`), for step rewards and credit from the first departure.
 
-    def __init__(self, policy: "TrainablePolicy", rate: float, expert: Any = None) -> None:
+    The expert is asked once per turn at most; where it cannot answer (it raises, or it has
+    no script) the turn is the policy's own, without hint or record (departure 7)."""
+
+    name = "guided"
+
+    def __init__(self, policy: "TrainablePolicy", hint_rate: float = 0.0, prefix_max: int = 0, watch: bool = False,
+                 expert: Any = None) -> None:
         from .experts import Expert
 
-        self.policy, self.rate = policy, rate
+        self.policy, self.hint_rate, self.prefix_max, self.watch = policy, hint_rate, prefix_max, watch
         self.expert = expert or Expert()
-        self.hinted_turns = self.hint_misses = 0
+        self.round = 0
+        """Set by the trainer every step, so that a task's prefix length changes from step to step."""
+        self.counts = {"hinted_turns": 0, "prefix_turns": 0, "expert_misses": 0}
 
     def hinted(self, seed: int) -> bool:
         """Whether the episode with this sampling seed plays with hints (departure 8)."""
-        from .seeds import derive_seed
+        return self.hint_rate > 0 and derive_seed(seed, "hint", bits=32) / 2**32 < self.hint_rate
 
-        return self.rate > 0 and derive_seed(seed, "hint", bits=32) / 2**32 < self.rate
+    def prefix(self, task: Task, intent: str) -> int:
+        """How many turns the expert plays first in this step's group of `task` on the page
+        whose instruction is `intent` (the members of a group share both, so they share k)."""
+        if self.prefix_max <= 0:
+            return 0
+        return derive_seed(self.round, task.task_id, intent, "prefix", bits=32) % (self.prefix_max + 1)
 
     def running(self, episodes: int) -> None:  # batching, as the policy's own
         self.policy.running(episodes)
 
-    async def hint(self, task: Task, intent: str, observation: Any, history: list) -> str | None:
-        """The expert's next action at this state as a hint, or None where it has none."""
+    async def ask(self, task: Task, intent: str, observation: Any, history: list) -> tuple[str, Any] | None:
+        """The expert's response and parsed action at this state, or None where it has none."""
+        from .actions import parse_action
+
         try:
             text = await self.expert.act(task, intent, observation, history)
-        except Exception:  # an expert that cannot read this state: no hint, and the turn goes on
+            m = _ANSWER.search(text)
+            if m is None or _NO_SCRIPT in m.group(1):
+                raise ValueError("no script for this state")
+            return text, parse_action(text)
+        except Exception:  # an expert that cannot read this state: the turn goes on without it
+            self.counts["expert_misses"] += 1
             return None
-        m = _ANSWER.search(text)
-        if m is None or _NO_SCRIPT in m.group(1):
-            return None
-        return f"Hint: a good next action is {m.group(1).strip()}"
 
     async def act(self, task: Task, intent: str, observation: Any, history: list, seed: int = 0) -> Any:
+        from dataclasses import replace as with_
+
+        from .actions import describe
+        from .policy import Response
+        from .prompt import build_prompt, strip_think
+
+        hinted = self.hinted(seed)
+        in_prefix = len(history) < self.prefix(task, intent)
+        if not (hinted or in_prefix or self.watch):
+            return await self.policy.act(task, intent, observation, history, seed=seed)
+        asked = await self.ask(task, intent, observation, history)
+        if asked is not None and in_prefix:  # the expert plays; the policy will read it
+            self.counts["prefix_turns"] += 1
+            text = asked[0] if self.policy.prompt.think else strip_think(asked[0])
+            tok = self.policy.tokenizer
+            plain = build_prompt(tok, intent, history, observation, self.policy.prompt)
+            ids = tok.encode(text, add_special_tokens=False)
+            return Response(text, plain.ids, ids, [0.0] * len(ids), "stop", plain.truncated, trained=False)
+        if asked is not None and hinted:
+            self.counts["hinted_turns"] += 1
+            response = await self._hinted(task, intent, observation, history, seed, asked[1])
+        else:
+            response = await self.policy.act(task, intent, observation, history, seed=seed)
+        if asked is not None and self.watch:
+            response = with_(response, expert=describe(asked[1]))
+        return response
+
+    async def _hinted(self, task: Task, intent: str, observation: Any, history: list, seed: int, action: Any) -> Any:
+        """The policy's response to the prompt with the hint, recorded on the prompt without it."""
         from .policy import Response
         from .prompt import build_prompt, encode
 
-        if not self.hinted(seed):
-            return await self.policy.act(task, intent, observation, history, seed=seed)
-        hint = await self.hint(task, intent, observation, history)
-        if hint is None:
-            self.hint_misses += 1
-            return await self.policy.act(task, intent, observation, history, seed=seed)
-        self.hinted_turns += 1
         plain = build_prompt(self.policy.tokenizer, intent, history, observation, self.policy.prompt)
         msgs = [dict(m) for m in plain.messages]
-        msgs[-1]["content"] += "\n\n" + hint
+        msgs[-1]["content"] += f"\n\nHint: a good next action is {action.to_text()}"
         shown = encode(self.policy.tokenizer, msgs)
         turn_seed = derive_seed(getattr(self.policy, "seed", 0), seed, task.task_id, len(history))  # as LLMPolicy.act
         out = await self.policy.generator.generate(shown, seed=turn_seed)
@@ -238,11 +302,77 @@ async def add_expert_members(groups: list[TrajectoryGroup], tasks: dict[str, Tas
     return out
 
 
+def step_score(turn: Any) -> float | None:
+    """How far a turn the policy played agrees with the expert's action at the same state,
+    in [0, 1] (departure 10): the mean of the checks that apply, each 1 or 0: the response
+    held a valid action; its type is the expert's; its element is the expert's (where the
+    expert's action has one); its typed text is the expert's (where the expert types).
+    A response without a valid action scores 0. None where there is nothing to compare:
+    an expert prefix turn, or a state the expert had no answer for."""
+    if not turn.trained or turn.expert is None:
+        return None
+    mine, theirs = turn.action, turn.expert
+    if mine is None:
+        return 0.0
+    checks = [1.0, float(mine["name"].lower() == theirs["name"].lower())]
+    if theirs.get("element") is not None:
+        checks.append(float(mine.get("element") == theirs["element"]))
+    if theirs.get("argument") is not None and theirs["name"] != "exit":
+        checks.append(float((mine.get("argument") or "").strip() == theirs["argument"].strip()))
+    return sum(checks) / len(checks)
+
+
+def first_departure(traj: Trajectory) -> int | None:
+    """The first turn the policy played that did not do what the expert would have done
+    there (or that the expert could not judge); None when every turn matched."""
+    for j, turn in enumerate(traj.turns):
+        if turn.trained and step_score(turn) != 1.0:
+            return j
+    return None
+
+
+def turn_advantages(trajs: Sequence[Trajectory], episode_adv: Sequence[float], cfg: GRPOConfig) -> list[dict[int, float]]:
+    """Per trajectory, each policy turn's advantage, where the guided recipes make it differ
+    from the episode's (a turn not listed keeps the episode's advantage):
+
+    - step rewards (`step_reward_coef` λ > 0): A_ij = A_i + λ · Â_ij, with Â the step
+      scores (`step_score`) normalised over every scored turn of the group as the episode
+      rewards are, (s - mean) / (std + eps); a group whose episodes all failed can then
+      still say which turns were nearer the expert's (departure 10);
+    - credit from the first departure (`credit_from_departure`): in an episode with a
+      negative advantage, the turns before its first departure from the expert get none of
+      it, since they did what the expert would have done (departure 11)."""
+    from .grpo import group_advantages
+
+    out: list[dict[int, float]] = [{} for _ in trajs]
+    if cfg.step_reward_coef:
+        scored = [(i, j, s) for i, t in enumerate(trajs) for j, turn in enumerate(t.turns)
+                  if (s := step_score(turn)) is not None]
+        for (i, j, _), a in zip(scored, group_advantages([s for *_, s in scored])):
+            out[i][j] = episode_adv[i] + cfg.step_reward_coef * a
+    if cfg.credit_from_departure:
+        for i, t in enumerate(trajs):
+            if episode_adv[i] < 0:
+                d = first_departure(t)
+                for j in range(len(t.turns) if d is None else d):
+                    out[i][j] = out[i].get(j, episode_adv[i]) - episode_adv[i]
+    return out
+
+
 def is_expert(traj: Trajectory) -> bool:
     """Whether an episode in a group is an expert member."""
     return bool(traj.meta.get("expert"))
 
 
 def guided(traj: Trajectory) -> bool:
-    """Whether the expert played the episode or hinted it: not the policy's unaided work."""
-    return bool(traj.meta.get("expert") or traj.meta.get("hinted"))
+    """Whether the expert played, hinted or began the episode: not the policy's unaided work."""
+    return bool(traj.meta.get("expert") or traj.meta.get("hinted") or any(not t.trained for t in traj.turns))
+
+
+def make_actor(policy: "TrainablePolicy", cfg: GRPOConfig) -> Any:
+    """Who plays M-GRPO's rollouts: the policy, or a GuidedPolicy around it when a recipe
+    needs the expert at the policy's states."""
+    watch = cfg.step_reward_coef > 0 or cfg.credit_from_departure
+    if cfg.hint_rate > 0 or cfg.prefix_max > 0 or watch:
+        return GuidedPolicy(policy, hint_rate=cfg.hint_rate, prefix_max=cfg.prefix_max, watch=watch)
+    return policy

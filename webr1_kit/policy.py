@@ -36,6 +36,10 @@ class Response:
     logprobs: list[float]
     finish: str = "stop"
     prompt_truncated: bool = False
+    trained: bool = True
+    """False for a response the policy is to read as context, not learn (an expert's prefix turn)."""
+    expert: dict[str, Any] | None = None
+    """The scripted expert's action at the same state, where a guided recipe asked (`Turn.expert`)."""
 
 
 class LLMPolicy:

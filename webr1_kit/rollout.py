@@ -126,6 +126,7 @@ async def run_episode(
         if not isinstance(response, str):  # a model's token record: what training will score
             turn.prompt_ids, turn.completion_ids = response.prompt_ids, response.completion_ids
             turn.logprobs, turn.finish = response.logprobs, response.finish
+            turn.trained, turn.expert = getattr(response, "trained", True), getattr(response, "expert", None)
         traj.turns.append(turn)
         obs = step.observation
         if step.done:

@@ -41,6 +41,12 @@ class Turn:
     """log π_old of each sampled token, at sampling time."""
     finish: str | None = None
     """"stop" or "length" (the response hit max_new_tokens)."""
+    trained: bool = True
+    """False for a turn the scripted expert played as the episode's prefix
+    (`guidance.GuidedPolicy`): the policy's context, never trained on."""
+    expert: dict[str, Any] | None = None
+    """What the scripted expert would have done at this state (`actions.describe`), where a
+    guided recipe asked it (step rewards, credit from the first departure); else None."""
 
 
 @dataclass
@@ -174,5 +180,8 @@ def pack(traj: Trajectory) -> list[Packed]:
             current = Packed()
             current.add(list(ctx), trained=False)
             sequences.append(current)
-        current.add(list(turn.completion_ids), trained=True, logprobs=list(turn.logprobs), turn=j)
+        if turn.trained:
+            current.add(list(turn.completion_ids), trained=True, logprobs=list(turn.logprobs), turn=j)
+        else:  # an expert's prefix turn: what the policy read, not what it wrote
+            current.add(list(turn.completion_ids), trained=False)
     return sequences
