@@ -205,6 +205,22 @@ def test_group_view_shows_rewards_and_the_training_advantages(episodes):
     assert "equal rewards" in show_group([expert, expert]).body
 
 
+def test_guided_episodes_say_what_the_expert_did(episodes):
+    from dataclasses import replace
+
+    expert, quitter = episodes
+    member = replace(expert, meta={**expert.meta, "expert": True}, turns=list(expert.turns))
+    prefixed = replace(expert, turns=[replace(expert.turns[0], trained=False), expert.turns[1]])
+    watched = replace(quitter, meta={**quitter.meta, "hinted": True},
+                      turns=[replace(quitter.turns[0], expert={"name": "Type", "element": 2, "argument": "x",
+                                                               "text": 'do(action="Type", argument="x", element="2")'})])
+    body = show_group(TrajectoryGroup(expert.task_id, [member, prefixed, watched])).body
+    assert body.count("expert member") == 1 and body.count(">hinted<") == 1 and body.count("expert prefix") == 1
+    assert "the expert would" in body and "do(action=&quot;Type&quot;, argument=&quot;x&quot;" in body
+    plain = show_group(TrajectoryGroup(expert.task_id, [expert, quitter])).body
+    assert not any(w in plain for w in ("expert member", ">hinted<", "expert prefix", "the expert would"))
+
+
 def test_gif_export_has_a_frame_per_step(episodes, tmp_path):
     expert, _ = episodes
     out = save_gif(expert, tmp_path / "replay.gif")

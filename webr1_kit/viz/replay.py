@@ -123,6 +123,10 @@ def _header(t: Trajectory, advantage: float | None) -> str:
     else:
         badges.append(f"<span class='wr1-badge {'wr1-ok' if ok else 'wr1-bad'}'>"
                       f"{'success' if ok else 'failure'} &middot; reward {t.reward:g}</span>")
+    if t.meta.get("expert"):
+        badges.append("<span class='wr1-badge wr1-info'>expert member</span>")
+    if t.meta.get("hinted"):
+        badges.append("<span class='wr1-badge wr1-info'>hinted</span>")
     if advantage is not None:
         badges.append(f"<span class='wr1-badge wr1-info'>advantage {advantage:+.3f}</span>")
     elif t.status == "infra_failure":
@@ -152,12 +156,18 @@ def _step(turn: Turn, j: int, base: Path | None) -> tuple[str, str | None]:
                 f"<div class='wr1-label'>observation text</div><pre class='wr1-obs'>{esc(_obs_text(obs))}</pre></div>")
     thought, answer = _split(turn.response)
     side = [_field("page", obs.get("url", "")), _field("thought", thought or "(none)")]
+    if not getattr(turn, "trained", True):
+        side.insert(0, "<div class='wr1-meta'><span class='wr1-badge wr1-info'>expert prefix</span>played by the "
+                       "scripted expert; the policy reads it, training does not</div>")
     if action:
         side.append(_field("action", action.get("text") or answer))
         if target is not None:
             side.append(f"<div class='wr1-meta'>target: {esc(_describe(element, target))}</div>")
     else:
         side.append(_field("action", "(no valid action) " + answer))
+    expert = getattr(turn, "expert", None)
+    if isinstance(expert, dict):  # a guided run asked the expert at this state
+        side.append(_field("the expert would", expert.get("text") or expert.get("name", "")))
     if turn.error:
         side.append(_field(f"error ({turn.error_kind})" if turn.error_kind else "error", turn.error, "wr1-err"))
     side.append(_field("URL after the action", turn.url))
