@@ -149,6 +149,7 @@ def score(policy: "TrainablePolicy", prompt_ids: list[int], completion_ids: list
     seq = Packed()
     seq.add(list(prompt_ids), trained=False)
     seq.add(list(completion_ids), trained=True)
+    policy.model.eval()  # dropout off, as when the generator samples and when the update scores
     with torch.no_grad():
         logp, _ = token_logprobs(policy.model, [seq], temperature=policy.sampling.temperature)
     return [float(x) for x in logp]
