@@ -7,12 +7,18 @@ the BC adapter and every Nth RL checkpoint the way the pipeline's own greedy eva
 adapter: success overall and per task, and the share of actions aimed at element ids 1, 2 and
 3, so that a drift of the policy toward one id shows as a rising share.
 
+Every checkpoint's row also compares it with BC on the same pages: episodes newly solved
+and newly failed, and the exact McNemar p (`stats.compare_paired`).
+
 With every training task (the default) the pages are the run's own held-out pages, so the
 last checkpoint's row reproduces the run's RL evaluation; with --tasks the pages are that
-subset's own, the same for every checkpoint.
+subset's own, the same for every checkpoint. --episodes N plays N pages per task instead:
+with N other than the run's own, a fresh, larger sample of held-out pages (page seeds are
+drawn task after task, so only the first task's first pages are shared), which is how a
+difference too small for the run's own evaluation can be resolved.
 
     python bench/checkpoint_curve.py runs/<name> [--every 4] [--tasks a,b,c] [--episodes 13] \\
-        [--json bench/results/<name>-checkpoints.json]
+        [--json bench/results/<name>-checkpoints.json] [--save runs/<name>-pages]
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from collections import Counter
 from pathlib import Path
 
 from webr1_kit.pipeline import Pipeline, saved_config
+from webr1_kit.stats import compare_paired
+from webr1_kit.trajectory import write_jsonl
 from webr1_kit.tasks import select_tasks
 
 ELEMENT = re.compile(r'element="(\d+)"')
@@ -49,30 +57,37 @@ def element_shares(trajectories) -> dict[str, float]:
     return {k: ids[k] / n for k in ("1", "2", "3")}
 
 
-async def curve(run: Path, every: int, names: list[str] | None, episodes: int | None) -> list[dict]:
+async def curve(run: Path, every: int, names: list[str] | None, episodes: int | None,
+                save: Path | None = None) -> list[dict]:
     pipe = Pipeline(saved_config(run), run, progress=False)
     tasks = select_tasks("miniwob", names=names) if names else pipe.tasks("eval")
-    rows = []
+    rows, bc = [], None
     for label, path in adapters(run, every):
         t0 = time.perf_counter()
         res = await pipe.play(path, tasks=tasks, episodes=episodes)
+        if save is not None:
+            write_jsonl(save / f"{label.replace(' ', '-')}.jsonl", res.trajectories)
+        bc = bc if bc is not None else res.trajectories
+        paired = compare_paired(bc, res.trajectories)
         per_task: dict[str, list[float]] = {}
         for t in res.trajectories:
             per_task.setdefault(t.task_id.split("/")[-1], []).append(float(t.success))
         rows.append({"adapter": label, "success": res.metrics["success_rate"], "episodes": res.metrics["evaluated"],
                      "per_task": {k: sum(v) / len(v) for k, v in per_task.items()},
-                     "element_share": element_shares(res.trajectories), "seconds": time.perf_counter() - t0})
+                     "element_share": element_shares(res.trajectories), "seconds": time.perf_counter() - t0,
+                     "vs_bc": {k: paired[k] for k in ("gained", "lost", "p_value", "difference", "difference_ci95")}})
         print(f"{label}: {res.metrics['success_rate']:.3f} over {res.metrics['evaluated']} episodes", file=sys.stderr)
     return rows
 
 
 def table(rows: list[dict]) -> str:
     tasks = list(rows[0]["per_task"])
-    head = "| adapter | success | " + " | ".join(tasks) + " | element 1 / 2 / 3 |"
-    lines = [head, "|---" * (len(tasks) + 3) + "|"]
+    head = "| adapter | success | vs BC: +solved / -failed, p | " + " | ".join(tasks) + " | element 1 / 2 / 3 |"
+    lines = [head, "|---" * (len(tasks) + 4) + "|"]
     for r in rows:
-        e = r["element_share"]
-        lines.append(f"| {r['adapter']} | {r['success']:.3f} | " + " | ".join(f"{r['per_task'][t]:.2f}" for t in tasks)
+        e, v = r["element_share"], r["vs_bc"]
+        lines.append(f"| {r['adapter']} | {r['success']:.3f} | +{v['gained']} / -{v['lost']}, p = {v['p_value']:.3g} | "
+                     + " | ".join(f"{r['per_task'][t]:.2f}" for t in tasks)
                      + f" | {e['1']:.2f} / {e['2']:.2f} / {e['3']:.2f} |")
     return "\n".join(lines)
 
@@ -84,8 +99,10 @@ def main() -> int:
     ap.add_argument("--tasks", help="comma-separated MiniWoB++ tasks (default: the run's training tasks)")
     ap.add_argument("--episodes", type=int, help="pages per task (default: the run's eval_episodes)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--save", type=Path, help="also write each adapter's episodes here, as <adapter>.jsonl")
     args = ap.parse_args()
-    rows = asyncio.run(curve(args.run, args.every, args.tasks.split(",") if args.tasks else None, args.episodes))
+    rows = asyncio.run(curve(args.run, args.every, args.tasks.split(",") if args.tasks else None, args.episodes,
+                             args.save))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     print(table(rows))

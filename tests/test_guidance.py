@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from webr1_kit.config import GRPOConfig
-from webr1_kit.grpo import build_batch
+from webr1_kit.grpo import build_batch, group_advantages
 from webr1_kit.guidance import (ExpertVoice, GuidedPolicy, add_expert_members, check_expert_config, is_expert,
-                                pick_groups, score, step_score, turn_advantages)
+                                make_actor, pick_groups, score, step_score, turn_advantages)
 from webr1_kit.observation import Observation
 from webr1_kit.prompt import build_prompt
 from webr1_kit.rollout import Job, rollout, run_jobs
@@ -108,6 +108,10 @@ async def test_with_the_switches_off_no_episode_is_played_and_the_batch_is_uncha
     assert (done.inserted, done.skipped, done.replaced) == (0, 0, [])
     after = build_batch(groups, tokenizer, cfg)
     assert (after.seqs, after.advantages, after.weights) == (before.seqs, before.advantages, before.weights)
+    assert after.advantages == [[a] * len(x) for a, x in zip(group_advantages([1.0, 0.0]), after.advantages)]
+    policy = object()
+    assert make_actor(policy, cfg) is policy  # the rollouts are the policy's own, as in the paper
+    assert isinstance(make_actor(policy, GRPOConfig(step_reward_coef=0.1)), GuidedPolicy)
 
 
 def test_tasks_without_an_expert_are_refused_by_name():
