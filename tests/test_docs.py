@@ -112,6 +112,22 @@ def test_no_issue_numbers_in_docs_or_code():
     assert not hits, "references to issue numbers:\n" + "\n".join(hits)
 
 
+OUTSIDE = re.compile(r"/work/|\.\./shared/|shared/(?:FACTS|PAPER|STYLE|DESIGN)\.md")
+
+
+def test_docs_and_code_name_no_file_outside_the_repository():
+    """A reader has only the repository: no pointer to the workspace the kit was built in."""
+    hits = []
+    for path in _scanned_files() + sorted((ROOT / "bench").rglob("*.py")) + sorted((ROOT / "notebooks").glob("*.ipynb")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        hits += [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1)
+                 if OUTSIDE.search(line)]
+    assert not hits, "pointers outside the repository:\n" + "\n".join(hits)
+
+
 # ---------------------------------------------------------------- links stay in the repository
 
 
