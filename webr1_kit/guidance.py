@@ -126,17 +126,24 @@ class ExpertVoice:
         self.expert = expert or Expert()
 
     async def act(self, task: Task, intent: str, observation: Any, history: list, seed: int = 0) -> Any:
-        from .policy import Response
-        from .prompt import build_prompt, strip_think
-
         text = await self.expert.act(task, intent, observation, history, seed=seed)
-        if not self.policy.prompt.think:  # the policy is asked for an answer alone (the ablation)
-            text = strip_think(text)
-        tok = self.policy.tokenizer
-        prompt = build_prompt(tok, intent, history, observation, self.policy.prompt)
-        ids = tok.encode(text, add_special_tokens=False)
-        logprobs = await asyncio.to_thread(score, self.policy, prompt.ids, ids)
-        return Response(text, prompt.ids, ids, logprobs, "stop", prompt.truncated)
+        return await spoken(self.policy, text, intent, history, observation, trained=True)
+
+
+async def spoken(policy: "TrainablePolicy", text: str, intent: str, history: list, observation: Any,
+                 trained: bool) -> Any:
+    """The expert's response `text` as the policy's token record (departure 1): the
+    policy's prompt for this state and the response's tokens, scored by the policy when
+    `trained` (departure 2), else left as context (a prefix turn, departure 9)."""
+    from .policy import Response
+    from .prompt import build_prompt, strip_think
+
+    if not policy.prompt.think:  # the policy is asked for an answer alone (the ablation)
+        text = strip_think(text)
+    prompt = build_prompt(policy.tokenizer, intent, history, observation, policy.prompt)
+    ids = policy.tokenizer.encode(text, add_special_tokens=False)
+    logprobs = await asyncio.to_thread(score, policy, prompt.ids, ids) if trained else [0.0] * len(ids)
+    return Response(text, prompt.ids, ids, logprobs, "stop", prompt.truncated, trained=trained)
 
 
 def score(policy: "TrainablePolicy", prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
@@ -218,8 +225,6 @@ class GuidedPolicy:
         from dataclasses import replace as with_
 
         from .actions import describe
-        from .policy import Response
-        from .prompt import build_prompt, strip_think
 
         hinted = self.hinted(seed)
         in_prefix = len(history) < self.prefix(task, intent)
@@ -228,11 +233,7 @@ class GuidedPolicy:
         asked = await self.ask(task, intent, observation, history)
         if asked is not None and in_prefix:  # the expert plays; the policy will read it
             self.counts["prefix_turns"] += 1
-            text = asked[0] if self.policy.prompt.think else strip_think(asked[0])
-            tok = self.policy.tokenizer
-            plain = build_prompt(tok, intent, history, observation, self.policy.prompt)
-            ids = tok.encode(text, add_special_tokens=False)
-            return Response(text, plain.ids, ids, [0.0] * len(ids), "stop", plain.truncated, trained=False)
+            return await spoken(self.policy, asked[0], intent, history, observation, trained=False)
         if asked is not None and hinted:
             self.counts["hinted_turns"] += 1
             response = await self._hinted(task, intent, observation, history, seed, asked[1])
