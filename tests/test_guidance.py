@@ -131,13 +131,14 @@ def test_tasks_without_an_expert_are_refused_by_name():
 
 
 class Spy:
-    """Records the prompts the generator is fed."""
+    """Records the prompts the generator is fed and the seeds it samples them at."""
 
     def __init__(self, generator):
-        self.generator, self.fed = generator, []
+        self.generator, self.fed, self.seeds = generator, [], []
 
     async def generate(self, prompt_ids, seed=0):
         self.fed.append(list(prompt_ids))
+        self.seeds.append(seed)
         return await self.generator.generate(prompt_ids, seed=seed)
 
 
@@ -155,6 +156,8 @@ async def test_a_hinted_turn_is_generated_with_the_hint_and_recorded_without_it(
     plain = build_prompt(tokenizer, traj.intent, [], Observation.from_dict(turn.observation), policy.prompt)
     assert turn.prompt_ids == plain.ids and "Hint:" not in tokenizer.decode(turn.prompt_ids)  # training does not
     assert turn.logprobs == pytest.approx(score(policy, plain.ids, turn.completion_ids), abs=1e-6)
+    await policy.act(task, traj.intent, Observation.from_dict(turn.observation), [], seed=5)
+    assert spy.seeds[1] == spy.seeds[0]  # sampled at the seed the unhinted turn would have had
 
 
 async def test_an_episode_is_hinted_by_its_seed_and_a_state_without_a_hint_plays_unhinted(browser, tokenizer):

@@ -155,3 +155,29 @@ def test_every_shipped_config_and_preset_reads_through_the_one_schema():
         assert cfg.tasks.suite == expected
         assert run_tasks(cfg, "train") and run_tasks(cfg, "eval")  # every section selects tasks
         assert cfg.grpo.steps == overrides.get("grpo", {}).get("steps", cfg.grpo.steps)
+
+
+def test_the_arena_ablations_arms_differ_from_plain_only_in_their_grpo_switches(tmp_path):
+    """bench/arena_ablation.py continues one BC adapter in every arm (`webr1 demo --bc-from`),
+    which only a config that differs in grpo alone may do; each arm turns on what it names."""
+    import importlib.util
+    from pathlib import Path
+
+    from webr1_kit.pipeline import _as_saved
+
+    path = Path(__file__).parent.parent / "bench" / "arena_ablation.py"
+    spec = importlib.util.spec_from_file_location("arena_ablation", path)
+    ablation = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ablation)
+    base = json.loads(ablation.BASE.read_text())
+    plain = _as_saved(scale_config("cpu", ablation.arm_config("plain", base)))
+    assert plain["tasks"]["suite"] == plain["eval_tasks"]["suite"] == "arena"
+    for name, switches in ablation.ARMS.items():
+        cfg = scale_config("cpu", ablation.arm_config(name, base))
+        saved = _as_saved(cfg)
+        assert {k: v for k, v in saved.items() if k != "grpo"} == {k: v for k, v in plain.items() if k != "grpo"}
+        changed = {k for k, v in saved["grpo"].items() if v != plain["grpo"][k]}
+        assert changed == set(switches), name
+    with pytest.raises(SystemExit, match="unknown arm 'bogus'"):
+        ablation.main(["--arms", "plain,bogus", "--root", str(tmp_path)])
+    assert not any(tmp_path.iterdir())  # refused before anything ran

@@ -252,8 +252,7 @@ class GuidedPolicy:
         msgs = [dict(m) for m in plain.messages]
         msgs[-1]["content"] += f"\n\nHint: a good next action is {action.to_text()}"
         shown = encode(self.policy.tokenizer, msgs)
-        turn_seed = derive_seed(getattr(self.policy, "seed", 0), seed, task.task_id, len(history))  # as LLMPolicy.act
-        out = await self.policy.generator.generate(shown, seed=turn_seed)
+        out = await self.policy.sample(shown, task, history, seed)
         logprobs = await asyncio.to_thread(score, self.policy, plain.ids, out.ids)
         return Response(out.text, plain.ids, out.ids, logprobs, out.finish, plain.truncated)
 

@@ -80,9 +80,15 @@ class LLMPolicy:
         from .prompt import build_prompt
 
         prompt = build_prompt(self.tokenizer, intent, history, observation, self.prompt)
-        turn_seed = derive_seed(self.seed, seed, task.task_id, len(history))
-        out = await self.generator.generate(prompt.ids, seed=turn_seed)
+        out = await self.sample(prompt.ids, task, history, seed)
         return Response(out.text, prompt.ids, out.ids, out.logprobs, out.finish, prompt.truncated)
+
+    async def sample(self, ids: list[int], task: Any, history: list, seed: int = 0) -> Any:
+        """The generator's answer to the prompt `ids` at this turn's seed, which the policy's
+        seed, the episode's seed, the task and the turn number fix, so a replayed episode
+        samples the same. `act` answers through it, and so does a hinted turn
+        (`guidance.GuidedPolicy`), which shows the policy a prompt `act` would not build."""
+        return await self.generator.generate(ids, seed=derive_seed(self.seed, seed, task.task_id, len(history)))
 
     def running(self, episodes: int) -> None:
         """How many episodes are in flight (the rollout runner calls this): the generator
