@@ -300,7 +300,7 @@ async def test_closed_page_mid_episode_raises_infra_error(env, fixture_server):
 async def test_max_starting_bounds_how_many_episodes_start_at_once(limit):
     from webr1_kit.browser import Browser
 
-    slow = PageServer(delay_s=0.3)
+    slow = PageServer(delay_s=2.0)  # long enough that starts overlap even on a busy machine
     task = Task(task_id="slow", intent="x", start_url=slow.url + "/start.html",
                 eval={"eval_types": ["url_match"], "reference_url": slow.url + "/done"})
     try:
