@@ -19,6 +19,9 @@ held-out success with its 95% interval, the paired comparison with BC on the sam
 signal (any non-zero advantage, after expert members and step rewards), the policy's own
 success during training (its episodes before any expert took a place), what the guidance
 used, and the wall time of M-GRPO (rollouts and updates, summed over steps, so resumes add up).
+For the arms that ask the expert at every turn (step rewards, departure credit), a second table
+gives, per template, how often the scripted expert could name its action from the state the
+policy reached.
 """
 
 from __future__ import annotations
@@ -116,6 +119,30 @@ def bc_row(root: Path) -> dict | None:
             "episodes": m["evaluated"], "ci95": m["success_ci95"], "invalid_action_rate": m["invalid_action_rate"]}
 
 
+def coverage(root: Path, name: str) -> dict[str, list[int]] | None:
+    """Per template, [turns where the expert named its action, turns the policy played], over
+    the arm's training episodes, for an arm that asks the expert at every turn the policy plays
+    (step rewards, departure credit): how often the scripted expert could answer from the
+    state the policy actually reached. None for other arms."""
+    from webr1_kit.guidance import is_expert
+    from webr1_kit.trajectory import read_jsonl
+
+    switches = ARMS.get(name, {})
+    if not (switches.get("step_reward_coef") or switches.get("credit_from_departure")):
+        return None
+    counts: dict[str, list[int]] = {}
+    for f in sorted((root / name / "rl" / "trajectories").glob("step-*.jsonl")):
+        for t in read_jsonl(f):
+            if is_expert(t):
+                continue
+            c = counts.setdefault(t.meta.get("template", t.task_id), [0, 0])
+            for turn in t.turns:
+                if turn.trained:
+                    c[0] += turn.expert is not None
+                    c[1] += 1
+    return counts
+
+
 def table(root: Path, names: list[str]) -> tuple[list[str], dict]:
     rows = {n: arm_row(root, n) for n in names}
     bc = bc_row(root)
@@ -138,7 +165,13 @@ def table(root: Path, names: list[str]) -> tuple[list[str], dict]:
                      f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g} | {100 * r['invalid_action_rate']:.0f}% "
                      f"| {sig} | {r['own_success']:.3f} | {r['expert_members']} / {r['hinted_episodes']} / "
                      f"{r['prefix_turns']} | {r['tokens_trained']} | {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
-    return lines, {"bc": bc, "arms": rows}
+    covered = {n: c for n in names if rows[n] is not None and (c := coverage(root, n))}
+    for n, c in covered.items():
+        answered, asked = sum(a for a, _ in c.values()), sum(b for _, b in c.values())
+        lines += ["", f"**{n}: the expert's answers at the states the policy reached** ({answered} of {asked} turns, "
+                      f"{100 * answered / max(1, asked):.0f}%)", "", "| template | answered | turns |", "|---|---|---|"]
+        lines += [f"| {t} | {a} | {b} |" for t, (a, b) in sorted(c.items())]
+    return lines, {"bc": bc, "arms": rows, "coverage": covered}
 
 
 def main(argv: list[str] | None = None) -> int:
