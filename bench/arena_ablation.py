@@ -57,7 +57,7 @@ def arm_config(name: str, base: dict) -> dict:
 
 def webr1() -> list[str]:
     """The `webr1` command of the interpreter running this script."""
-    return [sys.executable, "-c", "import sys; from webr1_kit.cli import main; sys.exit(main())"]
+    return [sys.executable, "-m", "webr1_kit.cli"]
 
 
 def run_arm(root: Path, name: str, base: dict, quiet: bool) -> None:
@@ -73,7 +73,7 @@ def run_arm(root: Path, name: str, base: dict, quiet: bool) -> None:
         if not (root / "plain" / "stages" / "sft.json").is_file():
             raise SystemExit(f"{name} continues plain's BC adapter: run the plain arm first (--arms plain)")
         cmd += ["--bc-from", str(root / "plain")]
-    print(f"{name}: {' '.join(cmd[3:])}", file=sys.stderr)
+    print(f"{name}: webr1 {' '.join(cmd[3:])}", file=sys.stderr)
     with open(root / f"{name}.log", "a") as log:
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
     if rc:
