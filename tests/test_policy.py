@@ -345,6 +345,21 @@ async def test_the_embedded_model_plays_an_arena_episode(browser):
 # ---------------------------------------------------------------- CPU autocast
 
 
+def test_a_new_adapter_is_drawn_from_its_seed_and_leaves_the_global_stream_alone(tokenizer):
+    def lora_a(seed, global_seed):
+        model = tiny_model(tokenizer)
+        torch.manual_seed(global_seed)  # whatever ran before in the process
+        model = attach_lora(model, LoRA(r=4, alpha=8), seed=seed)
+        after = torch.rand(3)
+        return torch.cat([p.flatten() for n, p in model.named_parameters() if "lora_A" in n]), after
+
+    first, after = lora_a(0, global_seed=123)
+    assert torch.equal(lora_a(0, global_seed=456)[0], first)
+    assert not torch.equal(lora_a(1, global_seed=123)[0], first)
+    torch.manual_seed(123)  # drawing the adapter took nothing from the global stream
+    assert torch.equal(torch.rand(3), after)
+
+
 def test_cpu_autocast_keeps_weights_float32_and_logprobs_close_to_training():
     """With cpu_autocast the prefill runs in bfloat16 and decoding in float32; the recorded
     log-probs must still agree with the training pass (also under autocast) closely enough

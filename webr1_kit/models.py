@@ -149,8 +149,9 @@ def require_train_packages() -> None:
                                   "pip install 'webr1_kit[train]' (or `make install`)") from None
 
 
-def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
-    """(model, tokenizer) with the LoRA adapter attached if `cfg.lora` is set."""
+def load_model(cfg: PolicyConfig, seed: int = 0) -> tuple[Any, Any]:
+    """(model, tokenizer) with the LoRA adapter attached if `cfg.lora` is set; `seed` draws
+    the new adapter's initial weights (see `attach_lora`)."""
     # peft imports bitsandbytes (so this comes before require_train_packages imports peft),
     # which on CPUs with AVX512-BF16 logs a warning that an optional download-at-run-time
     # kernel package is missing. The kit never downloads at run time and 4-bit works without
@@ -206,11 +207,18 @@ def load_model(cfg: PolicyConfig) -> tuple[Any, Any]:
         model.config.use_cache = False  # generation passes use_cache=True explicitly
     if cfg.lora is not None:
         model = attach_lora(model, cfg.lora, quantized=cfg.quantization == "4bit",
-                            checkpointing=cfg.gradient_checkpointing)
+                            checkpointing=cfg.gradient_checkpointing, seed=seed)
     return model, tokenizer
 
 
-def attach_lora(model: Any, lora: LoRA, quantized: bool = False, checkpointing: bool = False) -> Any:
+def attach_lora(model: Any, lora: LoRA, quantized: bool = False, checkpointing: bool = False,
+                seed: int = 0) -> Any:
+    """`model` with a new LoRA adapter. B starts at zero (the model is unchanged) and A is
+    drawn at random, here from `seed` rather than from torch's global random state: two
+    runs of one config then start from the same adapter whatever ran before them in the
+    process (a notebook cell, the demonstrations, another model), and the global stream is
+    left as it was."""
+    import torch
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     if quantized:
@@ -218,4 +226,7 @@ def attach_lora(model: Any, lora: LoRA, quantized: bool = False, checkpointing: 
     targets: Any = "all-linear" if tuple(lora.target_modules) == ("all-linear",) else list(lora.target_modules)
     config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets,
                         task_type="CAUSAL_LM")
-    return get_peft_model(model, config)
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(seed)
+        return get_peft_model(model, config)

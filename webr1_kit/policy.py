@@ -236,5 +236,5 @@ def load_policy(model: str | PolicyConfig = "embedded", lora: LoRA | None = LoRA
             raise PolicyLoadError(f"{adapter} is not a saved adapter (no adapter_config.json)")
         peft_model = PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
         return LLMPolicy(peft_model, tokenizer, cfg, prompt, sampling, seed)
-    model_obj, tokenizer = load_model(cfg)
+    model_obj, tokenizer = load_model(cfg, seed)
     return LLMPolicy(model_obj, tokenizer, cfg, prompt, sampling, seed)
