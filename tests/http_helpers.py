@@ -1,4 +1,4 @@
-"""A one-page HTTP server for tests that need a site to misbehave: answer with an error
+"""A small HTTP server for tests that need a site to misbehave: answer with an error
 status, or slowly, counting how many requests it is serving at once."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ import time
 
 
 class PageServer:
-    """Serves `body` with `status` for every GET on 127.0.0.1, after `delay_s` seconds.
+    """Serves `body` with `status` for every GET on 127.0.0.1, after `delay_s` seconds, except
+    the paths in `pages`: path -> (content type, body, delay in seconds), served with 200.
     `most` is the largest number of requests it was serving at the same time."""
 
     def __init__(self, body: bytes = b"<html><body><button>Go</button></body></html>", status: int = 200,
-                 delay_s: float = 0.0):
+                 delay_s: float = 0.0, pages: dict[str, tuple[str, bytes, float]] | None = None):
         lock, server = threading.Lock(), self
         self.now = self.most = 0
 
@@ -22,14 +23,17 @@ class PageServer:
                 with lock:
                     server.now += 1
                     server.most = max(server.most, server.now)
-                time.sleep(delay_s)
+                kind, data, delay, code = "text/html", body, delay_s, status
+                if self.path in (pages or {}):
+                    (kind, data, delay), code = pages[self.path], 200
+                time.sleep(delay)
                 with lock:
                     server.now -= 1
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_response(code)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(data)
 
             def log_message(self, *args):
                 pass

@@ -296,6 +296,33 @@ async def test_closed_page_mid_episode_raises_infra_error(env, fixture_server):
         await env.step(f'do(action="Click", element="{el(obs, "Save")}")')
 
 
+async def test_the_page_an_action_opens_is_observed_with_its_stylesheet(browser):
+    # Unstyled, the filler pushes the sidebar below the fold; the stylesheet (served a
+    # second late) hides the filler. Observing before it applies would miss the sidebar.
+    filler = "<div id='filler'>" + "<br>" * 200 + "</div>"
+    pages = {
+        "/start.html": ("text/html", b"<html><body><a href='/next.html'>Next</a></body></html>", 0.0),
+        "/next.html": ("text/html", ("<html><head><link rel='stylesheet' href='/slow.css'></head><body><h1>Issue</h1>"
+                                     f"{filler}<aside><a href='/start.html'>Sidebar link</a></aside></body></html>"
+                                     ).encode(), 0.0),
+        "/slow.css": ("text/css", b"#filler { display: none; }", 1.0),
+    }
+    site = PageServer(pages=pages)
+    env = BrowserEnv(browser)
+    try:
+        obs = await env.reset(Task(task_id="styled", intent="x", start_url=site.url + "/start.html",
+                                   eval={"eval_types": ["url_match"], "reference_url": site.url + "/done"}))
+        s = await env.step(f'do(action="Click", element="{el(obs, "Next")}")')
+        assert s.observation.url.endswith("/next.html")
+        assert "Sidebar link" in s.observation.content
+        s = await env.step(f'do(action="Click", element="{el(s.observation, "Sidebar link")}")')
+        s = await env.step("go_backward()")  # back to the styled page: its sidebar in view again
+        assert "Sidebar link" in s.observation.content
+    finally:
+        await env.close()
+        site.stop()
+
+
 @pytest.mark.parametrize("limit", [2, 6])
 async def test_max_starting_bounds_how_many_episodes_start_at_once(limit):
     from webr1_kit.browser import Browser

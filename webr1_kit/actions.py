@@ -192,16 +192,16 @@ async def _wait(env: "BrowserEnv", a: Action) -> None:
 
 async def _go_backward(env: "BrowserEnv", a: Action) -> None:
     before = env.page.url
-    await env.page.go_back(wait_until="domcontentloaded")
+    await env.page.go_back(wait_until="load")
     if env.page.url == "about:blank" and before != "about:blank":  # the tab's blank start is not a page
-        await env.page.go_forward(wait_until="domcontentloaded")
+        await env.page.go_forward(wait_until="load")
     if env.page.url == before:
         raise ActionError("no_history", "there is no previous page in this tab")
 
 
 async def _go_forward(env: "BrowserEnv", a: Action) -> None:
     before = env.page.url
-    await env.page.go_forward(wait_until="domcontentloaded")
+    await env.page.go_forward(wait_until="load")
     if env.page.url == before:
         raise ActionError("no_history", "there is no next page in this tab")
 

@@ -458,14 +458,20 @@ class BrowserEnv:
         return obs
 
     async def _settle(self, pages_before: int) -> None:
-        """Wait for a new tab the action opened, then for the current page's DOM to be ready."""
+        """Wait for a new tab the action opened, then for the current page to load.
+
+        "load", not "domcontentloaded": the DOM is ready before the stylesheets have been
+        applied, and the observation keeps only what is inside the viewport, so a page seen
+        unstyled shows other elements (a sidebar below the fold instead of beside the text).
+        Waiting for the DOM only made the same action on the same page give two
+        observations, and the arena expert's answer to one of its tasks flip from run to run."""
         try:
             if await self.page.evaluate(POPUP_TAKE_JS) and len(self.pages) == pages_before:
                 await self.context.wait_for_event("page", timeout=self.config.action_timeout_ms)
         except Exception as exc:
             self._raise_if_infra(exc)  # otherwise: the page navigated away meanwhile, or no tab came
         try:
-            await self.page.wait_for_load_state("domcontentloaded", timeout=self.config.navigation_timeout_ms)
+            await self.page.wait_for_load_state("load", timeout=self.config.navigation_timeout_ms)
         except Exception as exc:
             self._raise_if_infra(exc)
             raise InfraError(f"page {self.page.url} did not finish loading: {_first_line(exc)}") from None
