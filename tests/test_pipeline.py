@@ -124,6 +124,26 @@ def test_a_variant_runs_from_a_moved_bc_run_whose_stage_files_name_old_paths(smo
     assert (variant / "rl" / "adapter" / "adapter_model.safetensors").is_file()
 
 
+def test_until_stops_after_a_stage_and_the_next_run_goes_on_from_it(tmp_path, capsys):
+    from webr1_kit.cli import main
+
+    out = tmp_path / "bc-only"
+    assert main(["demo", "--scale", "smoke", "--quiet", "--out", str(out), "--until", "sft"]) == 0
+    assert f"stopped after sft: {out.resolve()}" in capsys.readouterr().out
+    done = sorted(p.stem for p in (out / "stages").glob("*.json"))
+    assert done == ["demos", "sft"] and (out / "sft" / "adapter" / "adapter_model.safetensors").is_file()
+    trained = (out / "stages" / "sft.json").stat().st_mtime_ns
+    p = Pipeline(scale_config("smoke"), out, progress=False)
+    assert run(p.run(until="eval-bc")) == out
+    assert sorted(p.stem for p in (out / "stages").glob("*.json")) == ["demos", "eval-bc", "sft"]
+    assert (out / "stages" / "sft.json").stat().st_mtime_ns == trained  # BC was not trained again
+    assert not (out / "report.html").exists()
+    with pytest.raises(ValueError, match="no stage 'sft' in this run; its stages are rl, eval-rl, eval-base"):
+        run(Pipeline(scale_config("smoke", {"warmup": False}), tmp_path / "zero", progress=False).run(until="sft"))
+    with pytest.raises(SystemExit):
+        main(["demo", "--scale", "smoke", "--out", str(out), "--until", "bc"])  # not a stage: argparse names them
+
+
 def test_rl_starts_from_the_init_adapter(smoke_run, tmp_path):
     """Without the warm-up, M-GRPO starts from `init_adapter`: the frozen KL reference, saved
     when RL starts, holds exactly that adapter's weights. An adapter that is not there is

@@ -220,8 +220,8 @@ def _demo(args: argparse.Namespace) -> int:
 
         taken = Pipeline(cfg, out, progress=not args.quiet).reuse_bc(args.bc_from)
         print(f"webr1 demo: took {', '.join(taken) or 'nothing (already here)'} from {args.bc_from}", file=sys.stderr)
-    report = run(run_pipeline(cfg, out, progress=not args.quiet))
-    print(f"report: {report.resolve()}")
+    path = run(run_pipeline(cfg, out, progress=not args.quiet, until=args.until))
+    print(f"stopped after {args.until}: {path.resolve()}" if args.until else f"report: {path.resolve()}")
     return 0
 
 
@@ -413,6 +413,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .config import ROLLOUT
+    from .pipeline import STAGES
 
     p = argparse.ArgumentParser(
         prog="webr1",
@@ -489,6 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--bc-from", metavar="RUN", help="start from the finished demonstrations, BC adapter and BC/base "
                       "evaluations of the run in RUN (its config may differ only in grpo), so RL variants are "
                       "compared on the same BC policy and held-out episodes")
+    demo.add_argument("--until", choices=STAGES,
+                      help="stop after this stage (sft: BC training; eval-*: a policy's held-out evaluation); "
+                      "the same command without --until goes on from there")
     demo.set_defaults(func=_demo)
 
     sites = sub.add_parser("sites", help="the arena's bundled websites")

@@ -27,6 +27,7 @@ held-out episodes so that each stage's effect can be read off one table.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import time
@@ -230,6 +231,10 @@ EVAL_SEED_OFFSET = 1_000_003
 
 
 # ---------------------------------------------------------------------- stages
+
+STAGES = ("demos", "sft", "eval-bc", "rl", "eval-rl", "eval-base")
+"""The pipeline's stages in the order they run: expert demonstrations, BC training, BC's
+held-out evaluation, M-GRPO, the RL policy's and then the base model's evaluations."""
 
 
 @dataclass
@@ -473,24 +478,44 @@ class Pipeline:
         if self.cfg.eval_samples and adapter is not None:
             await self.evaluate(f"{stage}-sampled", adapter, samples_per_page=self.cfg.eval_samples)
 
-    async def run(self) -> Path:
-        """Every stage, skipping finished ones. The untrained model is evaluated last: its
-        row is context for the others, and it is the slowest to evaluate (its invalid answers
-        use up every turn), so an interrupted run has the BC and RL results first."""
+    def stages(self) -> list[str]:
+        """The stages `run` goes through, in order (the names of their files in stages/):
+        `STAGES`, less the BC ones when warmup is off."""
+        return [s for s in STAGES if self.cfg.warmup or s not in ("demos", "sft", "eval-bc")]
+
+    async def run(self, until: str | None = None) -> Path:
+        """Every stage, skipping finished ones, then the report; returns its path. The
+        untrained model is evaluated last: its row is context for the others, and it is the
+        slowest to evaluate (its invalid answers use up every turn), so an interrupted run has
+        the BC and RL results first.
+
+        until: stop after this stage (one of `stages()`, e.g. "sft" to train BC only) and
+        return the run directory; running again without it goes on from there."""
+        if until is not None and until not in self.stages():
+            raise ValueError(f"until: no stage {until!r} in this run; its stages are {', '.join(self.stages())}")
         t0 = time.perf_counter()
         _check_tasks(self.cfg)
         init = Path(self.cfg.init_adapter) if self.cfg.init_adapter else None
         if init is not None and not (init / "adapter_model.safetensors").is_file():
             raise ValueError(f"init_adapter: {init} holds no adapter (no adapter_model.safetensors)")
         if self.cfg.warmup:
-            await self.demonstrations()
-            self.behaviour_cloning()
             init = self.adapter("sft")
-            await self.evaluate_stage("bc", init)
-        await self.reinforcement(init)
-        self.say("held-out evaluation of the RL policy")
-        await self.evaluate_stage("rl", self.adapter("rl"))
-        await self.evaluate_stage("base", None)
+        work: dict[str, Any] = {
+            "demos": self.demonstrations, "sft": self.behaviour_cloning,
+            "eval-bc": lambda: self.evaluate_stage("bc", init), "rl": lambda: self.reinforcement(init),
+            "eval-rl": lambda: self.evaluate_stage("rl", self.adapter("rl")),
+            "eval-base": lambda: self.evaluate_stage("base", None),
+        }
+        for stage in self.stages():
+            if stage == "eval-rl":
+                self.say("held-out evaluation of the RL policy")
+            result = work[stage]()
+            if inspect.isawaitable(result):
+                await result
+            if stage == until:
+                self.say(f"stopped after {stage} ({(time.perf_counter() - t0) / 60:.1f} min); "
+                         "run again without stopping there to go on")
+                return self.out
         self.say("report")
         from .report import write_report
 
@@ -500,10 +525,11 @@ class Pipeline:
 
 
 async def run_pipeline(scale: str | PipelineConfig = "cpu", out: str | Path = "runs/demo", progress: bool = True,
-                       overrides: dict[str, Any] | None = None) -> Path:
-    """Run (or resume) the main job into `out`; returns the path of report.html."""
+                       overrides: dict[str, Any] | None = None, until: str | None = None) -> Path:
+    """Run (or resume) the main job into `out`; returns the path of report.html (with
+    `until`, the run directory: see `Pipeline.run`)."""
     cfg = scale if isinstance(scale, PipelineConfig) else scale_config(scale, overrides)
-    return await Pipeline(cfg, Path(out), progress).run()
+    return await Pipeline(cfg, Path(out), progress).run(until)
 
 
 class _adapter_off:
