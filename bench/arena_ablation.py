@@ -3,17 +3,26 @@ each variant alone and their combination, all continuing one BC adapter and all 
 on the same held-out test-split tasks, so every arm's comparison with BC is paired.
 
     python bench/arena_ablation.py [--root runs/arena-ablation] [--arms plain,expert-members]
-                                   [--table] [--json bench/results/arena_ablation.json]
+                                   [--record bench/results/arena-ablation] [--table]
 
-The first arm, `plain`, is the whole recipe, `webr1 demo --config
-bench/configs/arena-ablation/base.json --out ROOT/plain`: demonstrations, BC, the base and BC
-evaluations, plain M-GRPO and its evaluation. Every other arm is the same config with its
+The first arm, `plain`, is the recipe up to the RL policy's evaluation, `webr1 demo --config
+bench/configs/arena-ablation/base.json --out ROOT/plain --until eval-rl`: demonstrations, BC,
+BC's evaluation, plain M-GRPO and its evaluation. Every other arm is the same config with its
 `grpo` switches (written to ROOT/configs/ARM.json), run as `webr1 demo --bc-from ROOT/plain`:
-it takes plain's demonstrations, BC adapter and evaluations, and runs only M-GRPO and the RL
-evaluation. An arm that finished is left as it is; one that stopped resumes (every step is a
-checkpoint). Arms run one after another, each in its own process.
+it takes plain's demonstrations and BC adapter, and runs only M-GRPO and the RL evaluation.
+Arms run one after another, each in its own process; one that stopped resumes (every step is a
+checkpoint).
 
---table (or after the arms have run) prints the Markdown table BENCHMARKS.md quotes: per arm,
+An arm takes one to two hours on a 2-core CPU, so the table is filled over several runs, not
+necessarily on one machine: each finished arm is recorded in the --record folder (its figures,
+its held-out episodes' outcomes, its config and the SHA-256 of the BC adapter it continued),
+and an arm recorded there is not run again. A later run on a fresh machine first trains BC
+again (`--until sft`; the same config, seed and code should give the same bytes) and refuses
+to go on if the adapter's SHA-256 differs from the recorded one, since its arms would not be
+paired with the recorded ones. BC's evaluation is recorded once, with plain.
+
+After the arms (or alone, with --table) it prints the Markdown table of the recorded arms that
+BENCHMARKS.md quotes: per arm,
 held-out success with its 95% interval, the paired comparison with BC on the same tasks
 (newly solved, newly failed, exact McNemar p), the share of M-GRPO's groups with a learning
 signal (any non-zero advantage, after expert members and step rewards), the policy's own
@@ -27,12 +36,15 @@ policy reached.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 BASE = Path(__file__).parent / "configs" / "arena-ablation" / "base.json"
+RECORD = Path(__file__).parent / "results" / "arena-ablation"
 
 ARMS: dict[str, dict] = {
     # arm -> its grpo switches (README's settings table says what each does)
@@ -60,19 +72,22 @@ def webr1() -> list[str]:
     return [sys.executable, "-m", "webr1_kit.cli"]
 
 
-def run_arm(root: Path, name: str, base: dict, quiet: bool) -> None:
-    out = root / name
-    if (out / "stages" / "eval-rl.json").is_file():
-        print(f"{name}: finished already ({out})", file=sys.stderr)
-        return
+def bc_sha256(root: Path) -> str:
+    """The SHA-256 of plain's BC adapter weights: what every arm continues."""
+    return hashlib.sha256((root / "plain" / "sft" / "adapter" / "adapter_model.safetensors").read_bytes()).hexdigest()
+
+
+def read_record(record: Path, name: str) -> dict | None:
+    f = record / f"{name}.json"
+    return json.loads(f.read_text()) if f.is_file() else None
+
+
+def demo(root: Path, name: str, base: dict, quiet: bool, *extra: str) -> None:
+    """`webr1 demo` on the arm's config into ROOT/ARM, appending its output to ROOT/ARM.log."""
     cfg = root / "configs" / f"{name}.json"
     cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text(json.dumps(arm_config(name, base), indent=1))
-    cmd = [*webr1(), "demo", "--config", str(cfg), "--out", str(out), *(["--quiet"] if quiet else [])]
-    if name != "plain":
-        if not (root / "plain" / "stages" / "sft.json").is_file():
-            raise SystemExit(f"{name} continues plain's BC adapter: run the plain arm first (--arms plain)")
-        cmd += ["--bc-from", str(root / "plain")]
+    cmd = [*webr1(), "demo", "--config", str(cfg), "--out", str(root / name), *(["--quiet"] if quiet else []), *extra]
     print(f"{name}: webr1 {' '.join(cmd[3:])}", file=sys.stderr)
     with open(root / f"{name}.log", "a") as log:
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
@@ -80,25 +95,74 @@ def run_arm(root: Path, name: str, base: dict, quiet: bool) -> None:
         raise SystemExit(f"{name} stopped with exit status {rc}; see {root / f'{name}.log'} (rerun to resume)")
 
 
-def arm_row(root: Path, name: str) -> dict | None:
-    """One arm's figures, or None when it has not been evaluated."""
-    from webr1_kit.stats import compare_paired
+def ensure_bc(root: Path, base: dict, record: Path, quiet: bool) -> None:
+    """Plain's BC adapter in ROOT/plain, trained here if need be, and the same adapter as the
+    recorded arms continued (refused otherwise)."""
+    bc = read_record(record, "bc")
+    if not (root / "plain" / "stages" / "sft.json").is_file():
+        # BC's evaluation is needed only until it is recorded
+        demo(root, "plain", base, quiet, "--until", "sft" if bc else "eval-bc")
+    if bc and bc["bc_adapter_sha256"] != bc_sha256(root):
+        raise SystemExit(f"the BC adapter in {root / 'plain'} (SHA-256 {bc_sha256(root)[:16]}...) is not the one the "
+                         f"arms recorded in {record} continued ({bc['bc_adapter_sha256'][:16]}...), so new arms would "
+                         f"not be paired with them; to start the ablation over, move {record} aside")
 
+
+def run_arm(root: Path, name: str, base: dict, record: Path, quiet: bool) -> None:
+    if (rec := read_record(record, name)) is not None:
+        if rec["config"] != arm_config(name, base):
+            raise SystemExit(f"{name} is recorded in {record} with another config than {BASE.name} gives it now; "
+                             f"move {record / (name + '.json')} aside to run it again")
+        print(f"{name}: recorded already ({record / (name + '.json')})", file=sys.stderr)
+        return
+    if not (root / name / "stages" / "eval-rl.json").is_file():
+        if name != "plain":
+            ensure_bc(root, base, record, quiet)
+        demo(root, name, base, quiet, "--until", "eval-rl", *(["--bc-from", str(root / "plain")] if name != "plain" else []))
+    write_record(root, name, base, record)
+
+
+def outcomes(path: Path) -> list[dict]:
+    """Per held-out episode what the paired comparison needs, and a little more."""
+    from webr1_kit.trajectory import read_jsonl
+
+    return [{"task_id": t.task_id, "seed": t.seed, "status": t.status, "reward": t.reward,
+             "turns": len(t.turns), "invalid_actions": t.invalid_actions} for t in read_jsonl(path)]
+
+
+def write_record(root: Path, name: str, base: dict, record: Path) -> None:
+    """ROOT/ARM's figures, episodes and config into RECORD/ARM.json (and, with plain, BC's
+    evaluation into RECORD/bc.json)."""
+    record.mkdir(parents=True, exist_ok=True)
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    if name == "plain" and read_record(record, "bc") is None:
+        m = json.loads((root / "plain" / "stages" / "eval-bc.json").read_text())["metrics"]
+        (record / "bc.json").write_text(json.dumps({
+            "bc_adapter_sha256": bc_sha256(root), "recorded": when,
+            "sft": json.loads((root / "plain" / "stages" / "sft.json").read_text()),
+            "success": m["success_rate"], "episodes": m["evaluated"], "ci95": m["success_ci95"],
+            "invalid_action_rate": m["invalid_action_rate"], "infra_failures": m["infra_failures"],
+            "outcomes": outcomes(root / "plain" / "eval" / "bc.jsonl")}, indent=1) + "\n")
+    row = {**arm_row(root, name), "config": arm_config(name, base), "bc_adapter_sha256": bc_sha256(root),
+           "recorded": when, "coverage": coverage(root, name),
+           "outcomes": outcomes(root / name / "eval" / "rl.jsonl")}
+    (record / f"{name}.json").write_text(json.dumps(row, indent=1) + "\n")
+    print(f"{name}: recorded in {record / (name + '.json')}", file=sys.stderr)
+
+
+def arm_row(root: Path, name: str) -> dict:
+    """One evaluated arm's figures from its run directory."""
     out = root / name
-    stage = out / "stages" / "eval-rl.json"
-    if not stage.is_file():
-        return None
-    m = json.loads(stage.read_text())["metrics"]
+    m = json.loads((out / "stages" / "eval-rl.json").read_text())["metrics"]
     steps = [json.loads(x) for x in (out / "rl" / "metrics.jsonl").read_text().splitlines() if x.strip()]
     steps = [r for r in steps if r.get("phase") == "train"]
     signal = [1 - r["equal_reward_frac"] for r in steps if r.get("equal_reward_frac") is not None]
     own = [(r["first_draw_success"] or 0.0, r["first_draw_episodes"] or 0) for r in steps]
-    paired = compare_paired(root / "plain" / "eval" / "bc.jsonl", out / "eval" / "rl.jsonl")
     return {
         "arm": name, "switches": ARMS.get(name, {}),
         "success": m["success_rate"], "solved": round(m["success_rate"] * m["evaluated"]), "episodes": m["evaluated"],
         "ci95": m["success_ci95"], "invalid_action_rate": m["invalid_action_rate"],
-        "infra_failures": m["infra_failures"], "vs_bc": paired, "steps": len(steps),
+        "infra_failures": m["infra_failures"], "steps": len(steps),
         "signal_share": sum(signal) / len(signal) if signal else None,
         "own_success": sum(s * n for s, n in own) / max(1, sum(n for _, n in own)),
         "expert_members": sum(r.get("expert_members", 0) for r in steps),
@@ -110,13 +174,16 @@ def arm_row(root: Path, name: str) -> dict | None:
     }
 
 
-def bc_row(root: Path) -> dict | None:
-    stage = root / "plain" / "stages" / "eval-bc.json"
-    if not stage.is_file():
-        return None
-    m = json.loads(stage.read_text())["metrics"]
-    return {"success": m["success_rate"], "solved": round(m["success_rate"] * m["evaluated"]),
-            "episodes": m["evaluated"], "ci95": m["success_ci95"], "invalid_action_rate": m["invalid_action_rate"]}
+def paired(bc: dict, arm: dict) -> dict:
+    """The arm's held-out episodes against BC's, episode by episode (`compare_paired`)."""
+    from webr1_kit.stats import compare_paired
+    from webr1_kit.trajectory import Trajectory
+
+    def episodes(rec: dict) -> list:
+        return [Trajectory(task_id=o["task_id"], intent="", seed=o["seed"], reward=o["reward"], status=o["status"])
+                for o in rec["outcomes"]]
+
+    return compare_paired(episodes(bc), episodes(arm))
 
 
 def coverage(root: Path, name: str) -> dict[str, list[int]] | None:
@@ -143,35 +210,40 @@ def coverage(root: Path, name: str) -> dict[str, list[int]] | None:
     return counts
 
 
-def table(root: Path, names: list[str]) -> tuple[list[str], dict]:
-    rows = {n: arm_row(root, n) for n in names}
-    bc = bc_row(root)
+def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
+    """The Markdown table of the recorded arms (and their figures), in `names`' order."""
+    bc = read_record(record, "bc")
+    rows = {n: read_record(record, n) for n in names}
     lines = ["| arm | held-out success | 95% CI (Wilson) | vs BC: solved / failed anew, p | invalid actions "
              "| groups with signal | own training success | expert members / hinted episodes / prefix turns "
              "| tokens trained | M-GRPO wall time |", "|---" * 10 + "|"]
     if bc:
         lo, hi = bc["ci95"]
-        lines.append(f"| BC (the start of every arm) | **{bc['success']:.3f}** ({bc['solved']}/{bc['episodes']}) "
+        solved = round(bc["success"] * bc["episodes"])
+        lines.append(f"| BC (the start of every arm) | **{bc['success']:.3f}** ({solved}/{bc['episodes']}) "
                      f"| {lo:.3f} – {hi:.3f} | – | {100 * bc['invalid_action_rate']:.0f}% | – | – | – | – | – |")
     for n in names:
         r = rows[n]
-        if r is None:
+        if r is None or bc is None:
             lines.append(f"| {n} | not run | | | | | | | | |")
             continue
+        if r["bc_adapter_sha256"] != bc["bc_adapter_sha256"]:
+            raise SystemExit(f"{n} is recorded as continuing another BC adapter than {record / 'bc.json'}")
         lo, hi = r["ci95"]
-        c = r["vs_bc"]
+        c = r["vs_bc"] = paired(bc, r)
         sig = "–" if r["signal_share"] is None else f"{100 * r['signal_share']:.0f}%"
         lines.append(f"| {n} | **{r['success']:.3f}** ({r['solved']}/{r['episodes']}) | {lo:.3f} – {hi:.3f} "
                      f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g} | {100 * r['invalid_action_rate']:.0f}% "
                      f"| {sig} | {r['own_success']:.3f} | {r['expert_members']} / {r['hinted_episodes']} / "
                      f"{r['prefix_turns']} | {r['tokens_trained']} | {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
-    covered = {n: c for n in names if rows[n] is not None and (c := coverage(root, n))}
-    for n, c in covered.items():
+    for n in names:
+        if rows[n] is None or not (c := rows[n]["coverage"]):
+            continue
         answered, asked = sum(a for a, _ in c.values()), sum(b for _, b in c.values())
         lines += ["", f"**{n}: the expert's answers at the states the policy reached** ({answered} of {asked} turns, "
                       f"{100 * answered / max(1, asked):.0f}%)", "", "| template | answered | turns |", "|---|---|---|"]
         lines += [f"| {t} | {a} | {b} |" for t, (a, b) in sorted(c.items())]
-    return lines, {"bc": bc, "arms": rows, "coverage": covered}
+    return lines, {"bc": bc, "arms": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,22 +252,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default="runs/arena-ablation", help="one run directory per arm under it")
     ap.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, in order (default: {','.join(ARMS)})")
     ap.add_argument("--base", default=str(BASE), help="the config every arm shares (default: %(default)s)")
-    ap.add_argument("--table", action="store_true", help="only print the table of the arms that have finished")
-    ap.add_argument("--json", help="also write the table's figures to this file")
+    ap.add_argument("--record", default=str(RECORD),
+                    help="where finished arms are recorded and the table is read from (default: %(default)s)")
+    ap.add_argument("--table", action="store_true", help="only print the table of the recorded arms")
     ap.add_argument("--quiet", action="store_true", help="no progress bars in the arms' logs")
     args = ap.parse_args(argv)
     root, names = Path(args.root), [a.strip() for a in args.arms.split(",") if a.strip()]
+    record = Path(args.record)
     base = json.loads(Path(args.base).read_text())
     for n in names:
         arm_config(n, base)  # refuses an unknown arm before anything runs
     if not args.table:
         root.mkdir(parents=True, exist_ok=True)
         for n in names:
-            run_arm(root, n, base, args.quiet)
-    lines, figures = table(root, names)
+            run_arm(root, n, base, record, args.quiet)
+    lines, _ = table(record, names)
     print("\n".join(lines))
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=1, default=str))
     return 0
 
 

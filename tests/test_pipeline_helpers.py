@@ -157,18 +157,24 @@ def test_every_shipped_config_and_preset_reads_through_the_one_schema():
         assert cfg.grpo.steps == overrides.get("grpo", {}).get("steps", cfg.grpo.steps)
 
 
-def test_the_arena_ablations_arms_differ_from_plain_only_in_their_grpo_switches(tmp_path):
-    """bench/arena_ablation.py continues one BC adapter in every arm (`webr1 demo --bc-from`),
-    which only a config that differs in grpo alone may do; each arm turns on what it names."""
+def arena_ablation():
+    """bench/arena_ablation.py as a module."""
     import importlib.util
     from pathlib import Path
 
-    from webr1_kit.pipeline import _as_saved
-
     path = Path(__file__).parent.parent / "bench" / "arena_ablation.py"
     spec = importlib.util.spec_from_file_location("arena_ablation", path)
-    ablation = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ablation)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_arena_ablations_arms_differ_from_plain_only_in_their_grpo_switches(tmp_path):
+    """bench/arena_ablation.py continues one BC adapter in every arm (`webr1 demo --bc-from`),
+    which only a config that differs in grpo alone may do; each arm turns on what it names."""
+    from webr1_kit.pipeline import _as_saved
+
+    ablation = arena_ablation()
     base = json.loads(ablation.BASE.read_text())
     plain = _as_saved(scale_config("cpu", ablation.arm_config("plain", base)))
     assert plain["tasks"]["suite"] == plain["eval_tasks"]["suite"] == "arena"
@@ -181,3 +187,48 @@ def test_the_arena_ablations_arms_differ_from_plain_only_in_their_grpo_switches(
     with pytest.raises(SystemExit, match="unknown arm 'bogus'"):
         ablation.main(["--arms", "plain,bogus", "--root", str(tmp_path)])
     assert not any(tmp_path.iterdir())  # refused before anything ran
+
+
+def test_the_arena_ablation_tabulates_recorded_arms_paired_with_bc_and_keeps_them_paired(tmp_path):
+    """Arms recorded by earlier runs (another machine, another day) join the table, paired
+    with BC episode by episode; a run whose BC adapter is not the recorded one, or an arm
+    recorded under another config, is refused rather than mixed in."""
+    import hashlib
+
+    ablation = arena_ablation()
+    base = json.loads(ablation.BASE.read_text())
+    record, root = tmp_path / "record", tmp_path / "root"
+    record.mkdir()
+    adapter = root / "plain" / "sft" / "adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_model.safetensors").write_bytes(b"the BC weights")
+    (root / "plain" / "stages").mkdir()
+    (root / "plain" / "stages" / "sft.json").write_text("{}")
+    sha = hashlib.sha256(b"the BC weights").hexdigest()
+
+    def episodes(successes):
+        return [{"task_id": f"arena/t/{i}", "seed": 0, "status": "done", "reward": float(s), "turns": 3,
+                 "invalid_actions": 0} for i, s in enumerate(successes)]
+
+    bc = [0] * 10
+    arm = [1] * 7 + [0] * 3  # 7 newly solved, none newly failed: p = 2 * 0.5**7
+    (record / "bc.json").write_text(json.dumps({"bc_adapter_sha256": sha, "success": 0.0, "episodes": 10,
+                                                "ci95": [0.0, 0.28], "invalid_action_rate": 0.5,
+                                                "outcomes": episodes(bc)}))
+    row = {"success": 0.7, "solved": 7, "episodes": 10, "ci95": [0.4, 0.89], "invalid_action_rate": 0.1,
+           "signal_share": 0.25, "own_success": 0.05, "expert_members": 12, "hinted_episodes": 0,
+           "prefix_turns": 0, "tokens_trained": 900, "rl_minutes": 61.0, "steps": 16,
+           "config": ablation.arm_config("expert-members", base), "bc_adapter_sha256": sha,
+           "coverage": None, "outcomes": episodes(arm)}
+    (record / "expert-members.json").write_text(json.dumps(row))
+    lines, _ = ablation.table(record, ["plain", "expert-members"])
+    assert "| plain | not run |" in lines[3]
+    assert lines[4].startswith("| expert-members | **0.700** (7/10) |") and "| 7 / 0, p = 0.0156 |" in lines[4]
+    ablation.run_arm(root, "expert-members", base, record, quiet=True)  # recorded: nothing runs
+    ablation.ensure_bc(root, base, record, quiet=True)  # the same adapter: goes on
+    (adapter / "adapter_model.safetensors").write_bytes(b"other BC weights")
+    with pytest.raises(SystemExit, match="not the one the arms recorded"):
+        ablation.ensure_bc(root, base, record, quiet=True)
+    (record / "expert-members.json").write_text(json.dumps({**row, "config": ablation.arm_config("hints", base)}))
+    with pytest.raises(SystemExit, match="recorded in .* with another config"):
+        ablation.run_arm(root, "expert-members", base, record, quiet=True)
