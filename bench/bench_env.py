@@ -92,7 +92,7 @@ async def _kit_run(chromium: str, episodes: int, concurrency: int, warmup: int, 
         result = await run_episodes(expert, tasks, episodes=episodes, concurrency=concurrency,
                                     seed=seed, config=cfg, browser=browser)
         seconds, cpu1, busy1 = time.perf_counter() - t0, tree_cpu_seconds(), system_busy_seconds()
-        browser_version = browser._browser.version if browser._browser is not None else None  # noqa: SLF001
+        browser_version = browser.version
     finally:
         await browser.close()
     trajs = result.trajectories

@@ -24,9 +24,9 @@ class CountingExpert(MiniWoBExpert):
 
     async def act(self, task, intent, observation, history, seed=0):
         deadline = asyncio.get_running_loop().time() + 60
-        while len(self.browser._browser.contexts) < self.wait_for and asyncio.get_running_loop().time() < deadline:
+        while sum(self.browser.load().values()) < self.wait_for and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.05)
-        self.peak = max(self.peak, len(self.browser._browser.contexts))
+        self.peak = max(self.peak, sum(self.browser.load().values()))
         return await super().act(task, intent, observation, history)
 
 

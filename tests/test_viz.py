@@ -144,7 +144,7 @@ async def test_replay_page_works_in_chromium(browser, episodes, tmp_path):
     finally:
         await ctx.close()
     # without JavaScript (an untrusted notebook, a static viewer) every step is listed, no dead controls
-    ctx = await browser._browser.new_context(java_script_enabled=False)
+    ctx = await browser.new_context(java_script_enabled=False)
     try:
         page = await ctx.new_page()
         await page.goto(path.as_uri())

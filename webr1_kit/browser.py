@@ -105,47 +105,79 @@ def find_browser(configured: str | None = None, playwright_path: str | None = No
 
 
 class Browser:
-    """One Chromium process shared by many environments (each gets its own context)."""
+    """The Chromium that many environments share, each in a context of its own: one local
+    process, or the browser servers of `EnvConfig.browser_endpoints` (a pool: each new
+    context goes to the live server with the fewest open contexts)."""
 
     def __init__(self, config: EnvConfig | None = None):
         self.config = config or EnvConfig()
         limit = self.config.max_starting
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise ValueError(f"EnvConfig.max_starting must be a positive integer or None, got {limit!r}")
+        endpoints = self.config.browser_endpoints
+        if isinstance(endpoints, str) or not all(isinstance(e, str) and e.startswith(("ws://", "wss://"))
+                                                 for e in endpoints):
+            raise ValueError(f"EnvConfig.browser_endpoints must be a list of ws:// or wss:// URLs, got {endpoints!r}")
+        self.endpoints: tuple[str, ...] = tuple(endpoints)
         self.max_starting = limit or 2 * (os.cpu_count() or 1)
         self._pw: Any = None
-        self._browser: Any = None
+        self._browsers: dict[str, Any] = {}  # "local" or an endpoint -> its Playwright Browser
         self.executable: str | None = None
         self._lock = asyncio.Lock()
         self._starting = asyncio.Semaphore(self.max_starting)
 
     async def start(self) -> "Browser":
         async with self._lock:
-            if self._browser is None:
+            if self._pw is None:
                 await self._launch()
         return self
 
     async def ensure_alive(self) -> None:
-        """Start a new Chromium if the current one died (safe to call from many episodes at once)."""
+        """Replace browsers that died: a new local Chromium, or a new connection to each lost
+        server that answers again (safe to call from many episodes at once). A server that
+        does not answer stays out of the pool; the episodes go to the others."""
         async with self._lock:
-            if self._browser is not None and self._browser.is_connected():
+            if self._pw is None:
+                await self._launch()
                 return
-            await self._shutdown()
-            await self._launch()
+            for key, b in list(self._browsers.items()):
+                if not b.is_connected():
+                    del self._browsers[key]
+            missing = [e for e in (self.endpoints or ("local",)) if e not in self._browsers]
+            for key in missing:
+                try:
+                    self._browsers[key] = await self._open(key)
+                except Exception:
+                    if not self.endpoints:
+                        raise
 
     async def _launch(self) -> None:
         from playwright.async_api import async_playwright
 
         self._pw = await async_playwright().start()
+        errors = []
         try:
-            self.executable = find_browser(self.config.browser_path, self._pw.chromium.executable_path)
-            self._browser = await self._pw.chromium.launch(
-                executable_path=self.executable, headless=self.config.headless, args=list(LAUNCH_ARGS)
-            )
+            for key in self.endpoints or ("local",):
+                try:
+                    self._browsers[key] = await self._open(key)
+                except BrowserNotFound:
+                    raise
+                except Exception as exc:
+                    if not self.endpoints:
+                        raise
+                    errors.append(f"{key}: {_first_line(exc)}")
+            if not self._browsers:
+                raise InfraError("could not connect to any browser server: " + "; ".join(errors))
         except BaseException:
-            await self._pw.stop()
-            self._pw = None
+            await self._shutdown()
             raise
+
+    async def _open(self, key: str) -> Any:
+        if key == "local":
+            self.executable = find_browser(self.config.browser_path, self._pw.chromium.executable_path)
+            return await self._pw.chromium.launch(executable_path=self.executable, headless=self.config.headless,
+                                                  args=list(LAUNCH_ARGS))
+        return await self._pw.chromium.connect(key, timeout=self.config.navigation_timeout_ms)
 
     def starting(self) -> asyncio.Semaphore:
         """Held while an episode starts (EnvConfig.max_starting): page loads are CPU-bound,
@@ -154,20 +186,41 @@ class Browser:
 
     @property
     def connected(self) -> bool:
-        return self._browser is not None and self._browser.is_connected()
+        """Whether any of the browsers is alive."""
+        return any(b.is_connected() for b in self._browsers.values())
 
-    async def new_context(self, config: EnvConfig | None = None) -> Any:
+    @property
+    def version(self) -> str | None:
+        """The version of the first live browser, None before the start."""
+        return next((b.version for b in self._browsers.values() if b.is_connected()), None)
+
+    def load(self) -> dict[str, int]:
+        """Open contexts per browser ("local" or its endpoint), the live ones only."""
+        return {k: len(b.contexts) for k, b in self._browsers.items() if b.is_connected()}
+
+    async def new_context(self, config: EnvConfig | None = None, **options: Any) -> Any:
         """A fresh, isolated browser context (own cookies, storage, tabs), set up by
-        `config` (viewport, timeouts); the browser's own config by default."""
-        if self._browser is None:
+        `config` (viewport, timeouts; the browser's own config by default) and Playwright's
+        `new_context` keyword `options`, on the live browser with the fewest contexts."""
+        if self._pw is None:
             await self.start()
-        if not self._browser.is_connected():
-            raise InfraError("the browser process is gone (crashed or closed)")
+        live = [b for b in self._browsers.values() if b.is_connected()]
+        if not live:
+            raise InfraError("the browser process is gone (crashed or closed)" if not self.endpoints else
+                             f"no browser server is reachable ({', '.join(self.endpoints)})")
         cfg = config or self.config
-        ctx = await self._browser.new_context(
-            viewport={"width": cfg.viewport_width, "height": cfg.viewport_height},
-            service_workers="block",
-        )
+        browser = min(live, key=lambda b: len(b.contexts))
+        try:
+            ctx = await browser.new_context(viewport={"width": cfg.viewport_width, "height": cfg.viewport_height},
+                                            service_workers="block", **options)
+        except Exception as exc:
+            if browser.is_connected() and not _closed(exc):
+                raise
+            # Out of the pool at once: a browser whose server just went may still call itself
+            # connected for a while, and the retries must not all go to it. ensure_alive
+            # brings it back if its server answers again.
+            self._browsers = {k: b for k, b in self._browsers.items() if b is not browser}
+            raise InfraError(f"the browser went away while opening a context: {_first_line(exc)}") from None
         ctx.set_default_timeout(cfg.action_timeout_ms)
         ctx.set_default_navigation_timeout(cfg.navigation_timeout_ms)
         return ctx
@@ -177,12 +230,12 @@ class Browser:
             await self._shutdown()
 
     async def _shutdown(self) -> None:
-        if self._browser is not None:
+        for b in self._browsers.values():
             try:
-                await self._browser.close()
+                await b.close()  # a connected server's browser: only this connection closes
             except Exception:  # already gone
                 pass
-            self._browser = None
+        self._browsers = {}
         if self._pw is not None:
             try:
                 await self._pw.stop()
@@ -195,6 +248,11 @@ class Browser:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
+
+
+def _closed(exc: BaseException) -> bool:
+    """Whether Playwright failed because the page, context or browser it used is gone."""
+    return type(exc).__name__ == "TargetClosedError" or "has been closed" in str(exc)
 
 
 def _prefix_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
@@ -520,13 +578,14 @@ class BrowserEnv:
             raise exc
         if self._crashed:
             raise InfraError("the page crashed")
-        if not self.browser.connected:
-            raise InfraError("the browser process is gone (crashed or closed)")
+        browser = self.context.browser if self.context is not None else None
+        if not (browser.is_connected() if browser is not None else self.browser.connected):
+            raise InfraError("the browser is gone (crashed or closed, or its server was lost)")
         if self.page.is_closed():
             raise InfraError("the page was closed")
         if self._server_errors:
             raise InfraError("server error: " + "; ".join(self._server_errors))
-        if exc is not None and "Target page, context or browser has been closed" in str(exc):
+        if exc is not None and _closed(exc):
             raise InfraError(_first_line(exc))
 
     async def _close_context(self) -> None:

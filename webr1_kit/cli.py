@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,39 @@ def _sites_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _browser_server(args: argparse.Namespace) -> int:
+    """Serve the kit's Chromium to other processes or machines until interrupted."""
+    import threading
+
+    from .browser_server import BrowserServer
+
+    server = BrowserServer(host=args.host, port=args.port, browser_path=args.browser).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"browser server (Playwright {_playwright_version()}; clients need the same version):")
+    print(f"  {server.endpoint}")
+    print('use it with {"env": {"browser_endpoints": ["' + str(server.endpoint) + '"]}} in a run config. Ctrl-C stops.',
+          flush=True)
+    try:
+        while not stop.wait(1.0) and server.running:
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        died = not server.running
+        server.stop()
+    if died:
+        print("webr1 browser-server: the server stopped by itself", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _playwright_version() -> str:
+    from importlib.metadata import version
+
+    return version("playwright")
+
+
 def _load_run_config(path: str | None) -> Any:
     """The run config in `path` (JSON or YAML): the same schema as `webr1 demo`'s, on the
     class defaults rather than a preset (`pipeline.load_config`)."""
@@ -398,7 +432,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
     async def probe() -> str:
         async with Browser() as b:
-            return f"{b.executable} (version {b._browser.version})"
+            return f"{b.executable} (version {b.version})"
 
     try:
         print(f"browser     {run(probe())}")
@@ -505,6 +539,16 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--port-base", type=int, default=0,
                     help="first port; sites get PORT, PORT+10, ... (default: free ports)")
     ss.set_defaults(func=_sites_serve)
+
+    bs = sub.add_parser("browser-server", help="serve this machine's Chromium to episodes run elsewhere",
+                        description="Start Playwright's browser server with the kit's Chromium and print its "
+                        "WebSocket endpoint; runs that list it in env.browser_endpoints open their episodes' "
+                        "browsers here (clients need the same Playwright version). Runs until Ctrl-C.")
+    bs.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only; "
+                    "anyone who can reach another address can drive the browser)")
+    bs.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    bs.add_argument("--browser", help="Chromium executable (default: as `webr1 doctor` finds it)")
+    bs.set_defaults(func=_browser_server)
 
     ex = sub.add_parser("experts", help="scripted expert demonstrations (behaviour-cloning data)")
     xsub = ex.add_subparsers(dest="experts_command", metavar="ACTION")

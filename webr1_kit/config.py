@@ -78,6 +78,13 @@ class EnvConfig:
     wait_ms: int = 1000
     """How long the Wait action pauses."""
 
+    browser_endpoints: tuple[str, ...] = ()
+    """WebSocket URLs of Playwright browser servers to run the episodes' browsers on, e.g.
+    ("ws://10.0.0.5:3000/abc",) from `webr1 browser-server` on that machine. Each episode opens
+    its context on the live server with the fewest open contexts; a server lost mid-run
+    fails its episodes as infrastructure failures, which are retried on the others. Empty:
+    one local Chromium. max_starting still bounds the starts of this process as a whole."""
+
 
 @dataclass(frozen=True)
 class RolloutConfig:
