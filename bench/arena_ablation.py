@@ -5,21 +5,20 @@ on the same held-out test-split tasks, so every arm's comparison with BC is pair
     python bench/arena_ablation.py [--root runs/arena-ablation] [--arms plain,expert-members]
                                    [--record bench/results/arena-ablation] [--table]
 
-The first arm, `plain`, is the recipe up to the RL policy's evaluation, `webr1 demo --config
-bench/configs/arena-ablation/base.json --out ROOT/plain --until eval-rl`: demonstrations, BC,
-BC's evaluation, plain M-GRPO and its evaluation. Every other arm is the same config with its
-`grpo` switches (written to ROOT/configs/ARM.json), run as `webr1 demo --bc-from ROOT/plain`:
-it takes plain's demonstrations and BC adapter, and runs only M-GRPO and the RL evaluation.
-Arms run one after another, each in its own process; one that stopped resumes (every step is a
-checkpoint).
+First BC, the start of every arm: `webr1 demo --config bench/configs/arena-ablation/base.json
+--out ROOT/bc --until eval-bc` (demonstrations, BC, BC's held-out evaluation). Each arm is the
+same config with its `grpo` switches (written to ROOT/configs/ARM.json; `plain` has none), run
+as `webr1 demo --bc-from ROOT/bc --until eval-rl`: it takes the demonstrations and the BC
+adapter, and runs only M-GRPO and the RL policy's evaluation. Arms run one after another, each
+in its own process; one that stopped resumes (every step is a checkpoint).
 
-An arm takes one to two hours on a 2-core CPU, so the table is filled over several runs, not
-necessarily on one machine: each finished arm is recorded in the --record folder (its figures,
-its held-out episodes' outcomes, its config and the SHA-256 of the BC adapter it continued),
-and an arm recorded there is not run again. A later run on a fresh machine first trains BC
-again (`--until sft`; the same config, seed and code should give the same bytes) and refuses
-to go on if the adapter's SHA-256 differs from the recorded one, since its arms would not be
-paired with the recorded ones. BC's evaluation is recorded once, with plain.
+An arm takes about an hour on a 2-core CPU, so the table is filled over several runs, not
+necessarily on one machine: BC's evaluation and each finished arm are recorded in the --record
+folder (figures, the held-out episodes' outcomes, the config, the SHA-256 of the BC adapter),
+and what is recorded there is not run again. A later run on a fresh machine trains BC again
+(`--until sft`; the same config, seed and code should give the same bytes) and refuses to go
+on if the adapter's SHA-256 differs from the recorded one, since its arms would not be paired
+with the recorded ones.
 
 After the arms (or alone, with --table) it prints the Markdown table of the recorded arms that
 BENCHMARKS.md quotes: per arm,
@@ -57,7 +56,7 @@ ARMS: dict[str, dict] = {
     "combined": {"expert_if_unsolved": True, "hint_rate": 0.5, "prefix_max": 3, "credit_from_departure": True,
                  "step_reward_coef": 0.5, "task_sampling": "informative", "task_floor": 0.1},
 }
-"""The order the arms run in by default: plain first (its BC stages are everyone's)."""
+"""The arms, in the order they run by default."""
 
 
 def arm_config(name: str, base: dict) -> dict:
@@ -73,8 +72,8 @@ def webr1() -> list[str]:
 
 
 def bc_sha256(root: Path) -> str:
-    """The SHA-256 of plain's BC adapter weights: what every arm continues."""
-    return hashlib.sha256((root / "plain" / "sft" / "adapter" / "adapter_model.safetensors").read_bytes()).hexdigest()
+    """The SHA-256 of the BC adapter's weights: what every arm continues."""
+    return hashlib.sha256((root / "bc" / "sft" / "adapter" / "adapter_model.safetensors").read_bytes()).hexdigest()
 
 
 def read_record(record: Path, name: str) -> dict | None:
@@ -82,11 +81,11 @@ def read_record(record: Path, name: str) -> dict | None:
     return json.loads(f.read_text()) if f.is_file() else None
 
 
-def demo(root: Path, name: str, base: dict, quiet: bool, *extra: str) -> None:
-    """`webr1 demo` on the arm's config into ROOT/ARM, appending its output to ROOT/ARM.log."""
+def demo(root: Path, name: str, config: dict, quiet: bool, *extra: str) -> None:
+    """`webr1 demo` on `config` into ROOT/NAME, appending its output to ROOT/NAME.log."""
     cfg = root / "configs" / f"{name}.json"
     cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(json.dumps(arm_config(name, base), indent=1))
+    cfg.write_text(json.dumps(config, indent=1))
     cmd = [*webr1(), "demo", "--config", str(cfg), "--out", str(root / name), *(["--quiet"] if quiet else []), *extra]
     print(f"{name}: webr1 {' '.join(cmd[3:])}", file=sys.stderr)
     with open(root / f"{name}.log", "a") as log:
@@ -96,14 +95,17 @@ def demo(root: Path, name: str, base: dict, quiet: bool, *extra: str) -> None:
 
 
 def ensure_bc(root: Path, base: dict, record: Path, quiet: bool) -> None:
-    """Plain's BC adapter in ROOT/plain, trained here if need be, and the same adapter as the
-    recorded arms continued (refused otherwise)."""
+    """The BC adapter every arm continues, in ROOT/bc: trained here if need be (and evaluated,
+    until BC's evaluation is recorded), and refused unless it is the adapter the recorded arms
+    continued."""
     bc = read_record(record, "bc")
-    if not (root / "plain" / "stages" / "sft.json").is_file():
-        # BC's evaluation is needed only until it is recorded
-        demo(root, "plain", base, quiet, "--until", "sft" if bc else "eval-bc")
-    if bc and bc["bc_adapter_sha256"] != bc_sha256(root):
-        raise SystemExit(f"the BC adapter in {root / 'plain'} (SHA-256 {bc_sha256(root)[:16]}...) is not the one the "
+    until = "sft" if bc else "eval-bc"
+    if not (root / "bc" / "stages" / f"{until}.json").is_file():
+        demo(root, "bc", base, quiet, "--until", until)
+    if bc is None:
+        write_bc_record(root, record)
+    elif bc["bc_adapter_sha256"] != bc_sha256(root):
+        raise SystemExit(f"the BC adapter in {root / 'bc'} (SHA-256 {bc_sha256(root)[:16]}...) is not the one the "
                          f"arms recorded in {record} continued ({bc['bc_adapter_sha256'][:16]}...), so new arms would "
                          f"not be paired with them; to start the ablation over, move {record} aside")
 
@@ -116,9 +118,8 @@ def run_arm(root: Path, name: str, base: dict, record: Path, quiet: bool) -> Non
         print(f"{name}: recorded already ({record / (name + '.json')})", file=sys.stderr)
         return
     if not (root / name / "stages" / "eval-rl.json").is_file():
-        if name != "plain":
-            ensure_bc(root, base, record, quiet)
-        demo(root, name, base, quiet, "--until", "eval-rl", *(["--bc-from", str(root / "plain")] if name != "plain" else []))
+        ensure_bc(root, base, record, quiet)
+        demo(root, name, arm_config(name, base), quiet, "--until", "eval-rl", "--bc-from", str(root / "bc"))
     write_record(root, name, base, record)
 
 
@@ -130,21 +131,24 @@ def outcomes(path: Path) -> list[dict]:
              "turns": len(t.turns), "invalid_actions": t.invalid_actions} for t in read_jsonl(path)]
 
 
-def write_record(root: Path, name: str, base: dict, record: Path) -> None:
-    """ROOT/ARM's figures, episodes and config into RECORD/ARM.json (and, with plain, BC's
-    evaluation into RECORD/bc.json)."""
+def write_bc_record(root: Path, record: Path) -> None:
+    """BC's training and held-out evaluation into RECORD/bc.json."""
     record.mkdir(parents=True, exist_ok=True)
-    when = time.strftime("%Y-%m-%d", time.gmtime())
-    if name == "plain" and read_record(record, "bc") is None:
-        m = json.loads((root / "plain" / "stages" / "eval-bc.json").read_text())["metrics"]
-        (record / "bc.json").write_text(json.dumps({
-            "bc_adapter_sha256": bc_sha256(root), "recorded": when,
-            "sft": json.loads((root / "plain" / "stages" / "sft.json").read_text()),
-            "success": m["success_rate"], "episodes": m["evaluated"], "ci95": m["success_ci95"],
-            "invalid_action_rate": m["invalid_action_rate"], "infra_failures": m["infra_failures"],
-            "outcomes": outcomes(root / "plain" / "eval" / "bc.jsonl")}, indent=1) + "\n")
+    m = json.loads((root / "bc" / "stages" / "eval-bc.json").read_text())["metrics"]
+    (record / "bc.json").write_text(json.dumps({
+        "bc_adapter_sha256": bc_sha256(root), "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
+        "sft": json.loads((root / "bc" / "stages" / "sft.json").read_text()),
+        "success": m["success_rate"], "episodes": m["evaluated"], "ci95": m["success_ci95"],
+        "invalid_action_rate": m["invalid_action_rate"], "infra_failures": m["infra_failures"],
+        "outcomes": outcomes(root / "bc" / "eval" / "bc.jsonl")}, indent=1) + "\n")
+    print(f"bc: recorded in {record / 'bc.json'}", file=sys.stderr)
+
+
+def write_record(root: Path, name: str, base: dict, record: Path) -> None:
+    """ROOT/ARM's figures, episodes and config into RECORD/ARM.json."""
+    record.mkdir(parents=True, exist_ok=True)
     row = {**arm_row(root, name), "config": arm_config(name, base), "bc_adapter_sha256": bc_sha256(root),
-           "recorded": when, "coverage": coverage(root, name),
+           "recorded": time.strftime("%Y-%m-%d", time.gmtime()), "coverage": coverage(root, name),
            "outcomes": outcomes(root / name / "eval" / "rl.jsonl")}
     (record / f"{name}.json").write_text(json.dumps(row, indent=1) + "\n")
     print(f"{name}: recorded in {record / (name + '.json')}", file=sys.stderr)

@@ -199,11 +199,11 @@ def test_the_arena_ablation_tabulates_recorded_arms_paired_with_bc_and_keeps_the
     base = json.loads(ablation.BASE.read_text())
     record, root = tmp_path / "record", tmp_path / "root"
     record.mkdir()
-    adapter = root / "plain" / "sft" / "adapter"
+    adapter = root / "bc" / "sft" / "adapter"
     adapter.mkdir(parents=True)
     (adapter / "adapter_model.safetensors").write_bytes(b"the BC weights")
-    (root / "plain" / "stages").mkdir()
-    (root / "plain" / "stages" / "sft.json").write_text("{}")
+    (root / "bc" / "stages").mkdir()
+    (root / "bc" / "stages" / "sft.json").write_text("{}")
     sha = hashlib.sha256(b"the BC weights").hexdigest()
 
     def episodes(successes):
