@@ -544,6 +544,32 @@ def test_informative_drawing_counts_every_step_and_resumes_its_tally(tokenizer, 
     assert all(rows[1]["draw_weights"][t] == pytest.approx(0.3, abs=1e-4) for t in rows[0]["drawn_tasks"])
 
 
+def test_update_logs_how_far_the_generators_log_probs_are_from_the_trainers_and_warns_when_far(tokenizer):
+    import warnings
+
+    from webr1_kit.grpo import OLD_LOGP_GAP_WARN
+
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model)
+    prompt = [1, 2, 3, 4]
+    outs = policy.generator.generate_batch([prompt, prompt], [0, 1])  # what the rollout recorded as π_old
+
+    def stats_with(shift):
+        groups = [TrajectoryGroup("a", [rl_traj(prompt, o.ids, r, [lp + shift for lp in o.logprobs])
+                                        for o, r in zip(outs, (1.0, 0.0))])]
+        batch = build_batch(groups, tokenizer, GRPOConfig())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            stats = update(policy, batch, GRPOConfig(lr=0.0), make_optimizer(policy.model, 0.0, (0.9, 0.99)))
+        return stats, [str(w.message) for w in caught if "log-probabilities differ" in str(w.message)]
+
+    same, warned = stats_with(0.0)
+    assert same["old_logp_gap_max"] < 1e-4 and not warned  # the generator's numbers are the trainer's
+    off, warned = stats_with(-0.3)  # as if another engine had sampled from other weights
+    assert off["old_logp_gap_mean"] == pytest.approx(0.3, abs=1e-4) and 0.3 > OLD_LOGP_GAP_WARN
+    assert len(warned) == 1 and "above 0.05" in warned[0]
+
+
 def test_generation_after_an_update_uses_the_new_weights(tokenizer):
     """The generator caches the system prompt's KV; an update must not leave it stale."""
     policy = make_policy(tokenizer)
