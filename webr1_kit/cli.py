@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -274,6 +275,29 @@ def _browser_server(args: argparse.Namespace) -> int:
         print("webr1 browser-server: the server stopped by itself", file=sys.stderr)
         return 1
     return 0
+
+
+def _serve_model(args: argparse.Namespace) -> int:
+    """Run a vLLM server for a model, with the options the kit's vLLM generation needs."""
+    from .models import resolve_model
+    from .vllm_generation import serve, server_command
+
+    model = resolve_model(args.model)
+    python = args.python or os.environ.get("WEBR1_VLLM_PYTHON") or "python"
+    cmd, env = server_command(model, port=args.port, host=args.host, python=python, dtype=args.dtype,
+                              max_lora_rank=args.max_lora_rank)
+    print("webr1 serve-model: " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + " ".join(cmd), file=sys.stderr)
+    print(f'use it with {{"policy": {{"model": "{args.model}", "vllm_urls": ["http://{args.host}:{args.port}"]}}}} '
+          "in a run config. Ctrl-C stops.", file=sys.stderr, flush=True)
+    try:
+        return serve(model, port=args.port, host=args.host, python=python, dtype=args.dtype,
+                     max_lora_rank=args.max_lora_rank)
+    except FileNotFoundError:
+        print(f"webr1 serve-model: no Python at {python!r}; point --python (or WEBR1_VLLM_PYTHON) at the "
+              "interpreter of a virtualenv with vLLM installed", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
 
 
 def _playwright_version() -> str:
@@ -549,6 +573,22 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     bs.add_argument("--browser", help="Chromium executable (default: as `webr1 doctor` finds it)")
     bs.set_defaults(func=_browser_server)
+
+    sm = sub.add_parser("serve-model", help="run a vLLM server the kit can generate on",
+                        description="Start vLLM's OpenAI-compatible server for a model with what the kit's vLLM "
+                        "generation needs: token ids and the log-probabilities of the sampled distribution, "
+                        "runtime LoRA loading (the trainer loads each new adapter), seeded sampling. vLLM lives "
+                        "in its own virtualenv: --python names its interpreter. Use the server with "
+                        "policy.vllm_urls in a run config.")
+    sm.add_argument("--model", default="embedded", help="the policy's model: \"embedded\", a local path or a Hub id "
+                    "(default embedded)")
+    sm.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sm.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    sm.add_argument("--python", help="the Python of vLLM's virtualenv (default: $WEBR1_VLLM_PYTHON, else python)")
+    sm.add_argument("--dtype", default="auto", help="vLLM's --dtype (default auto; float32 on a CPU keeps the "
+                    "log-probabilities within 2e-5 of the trainer's)")
+    sm.add_argument("--max-lora-rank", type=int, default=16, help="largest LoRA rank to load (default 16, the kit's)")
+    sm.set_defaults(func=_serve_model)
 
     ex = sub.add_parser("experts", help="scripted expert demonstrations (behaviour-cloning data)")
     xsub = ex.add_subparsers(dest="experts_command", metavar="ACTION")

@@ -283,6 +283,16 @@ class PolicyConfig:
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass: less memory, ~30% more compute."""
 
+    vllm_urls: tuple[str, ...] = ()
+    """Generate on these vLLM servers (e.g. ("http://127.0.0.1:8000",), started by
+    `webr1 serve-model` on the same model) instead of with the kit's own generator; several
+    are used in turn. Training stays here: after each update the adapter is saved and loaded
+    into the servers. Empty: the kit's generator (the default, and the faster on a CPU)."""
+
+    vllm_adapter_dir: str | None = None
+    """Where adapters are saved for the vLLM servers to load: a folder they can read (the
+    same machine, or a shared file system). None: a temporary folder here."""
+
 
 @dataclass(frozen=True)
 class PromptConfig:

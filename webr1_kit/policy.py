@@ -56,7 +56,15 @@ class LLMPolicy:
         self.prompt = prompt or PromptConfig()
         self.sampling = sampling or SamplingConfig()
         self.seed = seed
-        self.generator = Generator(model, tokenizer, self.sampling)
+        self.adapter_on = True
+        """False while `adapter_off` runs (a generator on a server asks)."""
+        if self.config.vllm_urls:
+            from .vllm_generation import VLLMGenerator
+
+            self.generator: Any = VLLMGenerator(self.config.vllm_urls, tokenizer, self.sampling, policy=self,
+                                                adapter_dir=self.config.vllm_adapter_dir)
+        else:
+            self.generator = Generator(model, tokenizer, self.sampling)
         self._share_system_prompt()
 
     def _share_system_prompt(self) -> None:
@@ -203,8 +211,12 @@ class LLMPolicy:
         if not self.has_adapter:
             yield self.model
             return
-        with self.model.disable_adapter():
-            yield self.model
+        self.adapter_on = False
+        try:
+            with self.model.disable_adapter():
+                yield self.model
+        finally:
+            self.adapter_on = True
 
 
 def load_policy(model: str | PolicyConfig = "embedded", lora: LoRA | None = LoRA(), quantization: str = "none",
