@@ -8,7 +8,9 @@ temperature, top-p, `max_new_tokens` and the stop string, and asks for the sampl
 `token_ids` and their log-probabilities. Nothing is re-tokenised: the ids the server sampled
 are the ids M-GRPO trains on. The server must return log-probabilities of the distribution
 it sampled from, log_softmax(logits / T) (`--logprobs-mode processed_logprobs`), which is
-what the kit's own generator records as log π_old (`generation` explains why tempered).
+what the kit's own generator records as log π_old (`generation` explains why tempered). With
+top_p < 1 the two may differ (the kit records the untruncated tempered distribution); M-GRPO
+keeps top_p at 1.
 `grpo.update` compares them with the trainer's own scoring on every step's first pass
 (metrics `old_logp_gap_mean`/`_max`) and warns when they drift apart.
 
@@ -197,14 +199,6 @@ class VLLMGenerator:
             if "lora_adapter" in url:  # "Success: LoRA adapter 'webr1-1' added successfully."
                 return {}
             raise InfraError(f"vLLM server {url} answered something that is not JSON: {raw[:200]!r}") from None
-
-    def check(self) -> None:
-        """Raise InfraError naming the first server that does not serve the base model."""
-        for url in self.urls:
-            models = self._request(url + "/v1/models").get("data", [])
-            if BASE_NAME not in {m.get("id") for m in models}:
-                raise InfraError(f"vLLM server {url} does not serve {BASE_NAME!r} (it serves "
-                                 f"{[m.get('id') for m in models]}); start it with --served-model-name {BASE_NAME}")
 
 
 class _Refused(Exception):
