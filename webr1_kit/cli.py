@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import distributed
+
 
 def _tasks_list(args: argparse.Namespace) -> int:
     tasks = _select_tasks(args)
@@ -336,8 +338,9 @@ def _sft(args: argparse.Namespace) -> int:
     print(f"behaviour cloning on {len(demos)} demonstrations ({sum(len(t.turns) for t in demos)} turns)",
           file=sys.stderr)
     row = train_sft(policy, demos, cfg.sft, out=args.out, progress=not args.quiet)
-    policy.save_adapter(Path(args.out) / "adapter")
-    print(json.dumps({"out": args.out, "adapter": str(Path(args.out) / "adapter"), **row}))
+    if distributed.is_main():  # under accelerate launch, one process writes (`distributed`)
+        policy.save_adapter(Path(args.out) / "adapter")
+        print(json.dumps({"out": args.out, "adapter": str(Path(args.out) / "adapter"), **row}))
     return 0
 
 
@@ -364,6 +367,8 @@ def _rl(args: argparse.Namespace) -> int:
     policy = _policy_from(cfg)
     result = run(train_grpo(policy, train, cfg.grpo, eval_tasks=held_out, out=out, env_config=cfg.env,
                             resume=args.resume, progress=not args.quiet, demos=demos))
+    if not distributed.is_main():  # under accelerate launch, one process writes (`distributed`)
+        return 0
     policy.save_adapter(out / "adapter")
     last = [m for m in result.metrics if m.get("phase") == "train"][-1:] or [{}]
     evals = [m for m in result.metrics if m.get("phase") == "eval"]
@@ -609,7 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Train the policy's LoRA adapter on expert demonstrations (trajectory JSONL, e.g. "
                         "from `webr1 experts record`). The config is webr1 demo's schema on the class defaults; this "
                         "command reads its policy, prompt, sft, init_adapter and seed. Writes OUT/metrics.jsonl, "
-                        "OUT/checkpoints/ (resumed automatically) and OUT/adapter.")
+                        "OUT/checkpoints/ (resumed automatically) and OUT/adapter. Runs data-parallel under `accelerate launch` "
+                        "(README, Scaling out).")
     sf.add_argument("--demos", required=True, help="demonstrations, trajectory JSONL")
     sf.add_argument("--out", required=True, help="run directory")
     sf.add_argument("--config", help="JSON/YAML run config")
@@ -622,7 +628,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "tasks {suite, split, names, limit}, eval_tasks {...} (the periodic evaluation's tasks, every "
                         "grpo.eval_every steps; none: the training tasks on other page seeds, MiniWoB++ only), "
                         "init_adapter (e.g. the SFT run's OUT/adapter) and seed. Writes OUT/config.json, "
-                        "metrics.jsonl, trajectories/, checkpoints/ and adapter/.")
+                        "metrics.jsonl, trajectories/, checkpoints/ and adapter/. Runs data-parallel under `accelerate launch` "
+                        "(README, Scaling out): each process plays its share of every step's episodes.")
     rl.add_argument("--config", help="JSON/YAML run config (defaults: the embedded model on five MiniWoB++ tasks)")
     rl.add_argument("--out", required=True, help="run directory")
     rl.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")

@@ -91,6 +91,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from . import distributed
 from .config import EnvConfig, GRPOConfig, to_dict
 
 OLD_LOGP_GAP_WARN = 0.05
@@ -106,8 +107,8 @@ from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
 from .cpu import trim_memory
-from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs
-from .trajectory import Packed, Trajectory, TrajectoryGroup, pack, write_jsonl
+from .training import apply_think_mask, lr_at, make_optimizer, my_micro_batches, token_logprobs
+from .trajectory import Packed, Trajectory, TrajectoryGroup, pack
 
 if TYPE_CHECKING:
     from .rollout import TrainablePolicy
@@ -251,11 +252,11 @@ def update(policy: TrainablePolicy, batch: Batch, cfg: GRPOConfig, optimizer: An
         return stats
     model.eval()  # dropout off: ρ = 1 on the first update (see departure 6)
     params = [p for p in model.parameters() if p.requires_grad]
-    gaps: list[Any] = []
+    gap_sum = gap_n = gap_max = 0.0
     for n_pass in range(cfg.updates_per_batch):
         optimizer.zero_grad(set_to_none=True)
         loss_sum = kl_sum = ent_sum = clip_sum = ratio_sum = 0.0
-        for idx in micro_batches(batch.seqs, cfg.micro_batch_tokens):
+        for idx in my_micro_batches(batch.seqs, cfg.micro_batch_tokens):  # this process's share
             seqs = [batch.seqs[i] for i in idx]
             ref = None
             if cfg.beta:
@@ -267,7 +268,8 @@ def update(policy: TrainablePolicy, batch: Batch, cfg: GRPOConfig, optimizer: An
             adv = torch.tensor([a for i in idx for a in batch.advantages[i]], device=device)
             w = torch.tensor([x for i in idx for x in batch.weights[i]], device=device)
             if n_pass == 0:  # the weights that sampled: the gap is the generator's numerics (departure 6)
-                gaps.append((logp.detach() - old).abs())
+                gap = (logp.detach() - old).abs()
+                gap_sum, gap_n, gap_max = gap_sum + float(gap.sum()), gap_n + gap.numel(), max(gap_max, float(gap.max()))
             loss, st = grpo_loss(logp, old, ref, adv, w, cfg)
             loss.backward()
             loss_sum += float(loss.detach())
@@ -276,11 +278,14 @@ def update(policy: TrainablePolicy, batch: Batch, cfg: GRPOConfig, optimizer: An
             ratio_sum += st["ratio_sum"]
             ent_sum += float(ent.sum())
         replay_nll = 0.0
-        for idx in micro_batches(replay, cfg.micro_batch_tokens):
+        for idx in my_micro_batches(replay, cfg.micro_batch_tokens):
             logp, _ = token_logprobs(model, [replay[i] for i in idx])
             nll = -logp.sum() / n_replay
             (cfg.replay_coef * nll).backward()
             replay_nll += float(nll.detach())
+        distributed.sum_gradients(params)  # the whole batch's gradient on every process
+        (loss_sum, kl_sum, ent_sum, clip_sum, ratio_sum, replay_nll), _ = distributed.sum_values(
+            [loss_sum, kl_sum, ent_sum, clip_sum, ratio_sum, replay_nll])
         if replay:
             stats["replay_nll"] = replay_nll
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
@@ -289,8 +294,8 @@ def update(policy: TrainablePolicy, batch: Batch, cfg: GRPOConfig, optimizer: An
         policy.generator.invalidate_cache()  # the weights changed
         stats.update(loss=loss_sum, kl=kl_sum / n_tok, entropy=ent_sum / n_tok, clip_frac=clip_sum / n_tok,
                      ratio=ratio_sum / n_tok, grad_norm=float(grad_norm))
-    gap = torch.cat(gaps)
-    stats.update(old_logp_gap_mean=float(gap.mean()), old_logp_gap_max=float(gap.max()))
+    (gap_sum, gap_n), (gap_max,) = distributed.sum_values([gap_sum, gap_n], [gap_max])
+    stats.update(old_logp_gap_mean=gap_sum / max(gap_n, 1), old_logp_gap_max=gap_max)
     if stats["old_logp_gap_mean"] > OLD_LOGP_GAP_WARN:
         warnings.warn(f"the generator's log-probabilities differ from the trainer's by {stats['old_logp_gap_mean']:.3g} "
                       f"per token on average (max {stats['old_logp_gap_max']:.3g}), above {OLD_LOGP_GAP_WARN}: the "
@@ -490,11 +495,15 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
     ckpt = run.latest_checkpoint() if resume else None
     # The KL reference is the policy as the run first started (departure 7), kept on disk.
     reference = run.path / "reference"
-    if not (reference / "adapter_model.safetensors").is_file():
+    have_reference = (reference / "adapter_model.safetensors").is_file()
+    distributed.barrier()  # every process has looked before the main one writes it
+    if not have_reference:
         if ckpt is not None:
             raise ValueError(f"{run.path} has checkpoints but no reference adapter ({reference}); it was written "
                              "by an older version of the kit: start a new run directory")
-        policy.save_adapter(reference)
+        if distributed.is_main():
+            policy.save_adapter(reference)
+        distributed.barrier()
     policy.freeze_reference(reference)
     optimizer = make_optimizer(policy.model, cfg.lr, tuple(cfg.betas))
     start = 0
@@ -507,7 +516,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
     held_out = list(eval_tasks or [])
     if cfg.eval_tasks is not None and len(held_out) > cfg.eval_tasks:
         held_out = random.Random(f"{cfg.seed}/eval").sample(held_out, cfg.eval_tasks)
-    bar = _bar(cfg.steps, start) if progress else None
+    bar = _bar(cfg.steps, start) if progress and distributed.is_main() else None
     groups: list[TrajectoryGroup] = []
     async with Browser(env_config) as browser:
 
@@ -515,7 +524,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
             t0 = time.perf_counter()
             res = await evaluate_rollouts(policy, held_out, max_turns=cfg.eval_max_turns, concurrency=cfg.concurrency,
                                           seed=cfg.seed, browser=browser, config=env_config)
-            write_jsonl(run.path / "trajectories" / f"eval-step-{step}.jsonl", res.trajectories)
+            run.write_trajectories(f"eval-step-{step}", res.trajectories)
             m = res.metrics
             run.log({"phase": "eval", "step": step, "success_rate": m["success_rate"], "success_ci95": m["success_ci95"],
                      "evaluated": m["evaluated"], "infra_failures": m["infra_failures"], "turns": m["mean_turns"],
@@ -561,12 +570,11 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
             rollout_s = time.perf_counter() - t0
             for t in (t for g in [*groups, *rerolled] for t in g.trajectories):
                 t.meta["rl_reward"] = episode_reward(t, cfg)  # what the update learns from (replays show it)
-            write_jsonl(run.path / "trajectories" / f"step-{step + 1}.jsonl", [t for g in groups for t in g.trajectories])
+            run.write_trajectories(f"step-{step + 1}", [t for g in groups for t in g.trajectories])
             if rerolled:  # kept for inspection; not trained on
-                write_jsonl(run.path / "trajectories" / f"rerolled-step-{step + 1}.jsonl",
-                            [t for g in rerolled for t in g.trajectories])
+                run.write_trajectories(f"rerolled-step-{step + 1}", [t for g in rerolled for t in g.trajectories])
             if experts.replaced:  # the policy episodes the expert members took the place of
-                write_jsonl(run.path / "trajectories" / f"expert-replaced-step-{step + 1}.jsonl", experts.replaced)
+                run.write_trajectories(f"expert-replaced-step-{step + 1}", experts.replaced)
             lr = lr_at(step, cfg.steps, cfg.lr, cfg.warmup_steps, "constant")
             for g in optimizer.param_groups:
                 g["lr"] = lr

@@ -117,11 +117,15 @@ def resolve_model(name: str) -> str:
 
 
 def _device(cfg: PolicyConfig) -> str:
+    """The configured device; "auto" is the GPU of this process (one per process when the
+    run has several, `distributed.local_rank`), else the CPU."""
     import torch
+
+    from . import distributed
 
     if cfg.device != "auto":
         return cfg.device
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return f"cuda:{distributed.local_rank()}" if torch.cuda.is_available() else "cpu"
 
 
 def _dtype(cfg: PolicyConfig, device: str) -> Any:

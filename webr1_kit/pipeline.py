@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from . import distributed
 from .config import (ConfigError, EnvConfig, GRPOConfig, LoRA, PolicyConfig, PromptConfig, RolloutConfig, SamplingConfig,
                      SFTConfig, TaskSelection, from_dict, to_dict)
 from .tasks.miniwob import MINIWOB_TRAIN_TASKS
@@ -493,6 +494,9 @@ class Pipeline:
         return the run directory; running again without it goes on from there."""
         if until is not None and until not in self.stages():
             raise ValueError(f"until: no stage {until!r} in this run; its stages are {', '.join(self.stages())}")
+        if distributed.size() > 1:
+            raise ValueError(f"webr1 demo runs on one process, not {distributed.size()}: launch `webr1 sft` and "
+                             "`webr1 rl` under accelerate instead (README, Scaling out)")
         t0 = time.perf_counter()
         _check_tasks(self.cfg)
         init = Path(self.cfg.init_adapter) if self.cfg.init_adapter else None

@@ -27,6 +27,7 @@ from .browser import Browser, BrowserEnv
 from .config import ROLLOUT, EnvConfig
 from .errors import InfraError
 from .observation import Observation
+from . import distributed
 from .seeds import derive_seed
 from .stats import summarize
 from .tasks.task import Task
@@ -235,17 +236,21 @@ async def run_jobs(
 ) -> EvalResult:
     """Play `jobs` (task, page seed, sampling seed, group each), `concurrency` at a time on
     one browser; `run_episodes` with the pages chosen by the caller, e.g. an expert replaying
-    the page of a GRPO group (`guidance`). Trajectories come back in job order."""
+    the page of a GRPO group (`guidance`). Trajectories come back in job order.
+
+    Under several processes (`distributed`), each plays its share of the jobs and every
+    process gets all the trajectories back, so every caller sees what one process would."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     own = browser is None
     browser = browser or Browser(config)
     await browser.start()
     results: list[Trajectory | None] = [None] * len(jobs)
+    mine = distributed.share(jobs)
     queue: asyncio.Queue[int] = asyncio.Queue()
-    for i in range(len(jobs)):
+    for i in mine:
         queue.put_nowait(i)
-    bar = _progress_bar(len(jobs)) if progress is True else None
+    bar = _progress_bar(len(mine)) if progress is True and distributed.is_main() else None
     t0 = time.perf_counter()
     # A model policy batches the requests of concurrent episodes; telling it how many are in
     # flight lets it wait for all of them rather than decode for whichever arrived first.
@@ -276,13 +281,15 @@ async def run_jobs(
             await env.close()
 
     try:
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(jobs)))))
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(mine)))))
         seconds = time.perf_counter() - t0  # episodes only: not the browser's shutdown
     finally:
         if bar is not None:
             bar.close()
         if own:
             await browser.close()
+    if distributed.size() > 1:  # in a thread: the other processes may still be playing
+        results = await asyncio.to_thread(distributed.gather, {i: results[i] for i in mine}, len(jobs))
     trajectories = [r for r in results if r is not None]
     return EvalResult(trajectories, seconds, summarize(trajectories, seconds))
 

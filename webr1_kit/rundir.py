@@ -9,6 +9,9 @@ A run directory holds everything needed to inspect, replay and resume a run:
 
 A checkpoint is written to step-N.partial and renamed, so a run killed mid-write leaves the
 previous checkpoint as the latest whole one.
+
+In a run on several processes (`distributed`), all hold the same state and only the main one
+writes; `save_checkpoint` returns on every process once the checkpoint is whole.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+from . import distributed
 
 
 @dataclass
@@ -33,11 +38,20 @@ class RunDir:
         (self.path / "trajectories").mkdir(parents=True, exist_ok=True)
 
     def write_config(self, configs: dict[str, Any]) -> None:
-        (self.path / "config.json").write_text(json.dumps(configs, indent=1, default=str))
+        if distributed.is_main():
+            (self.path / "config.json").write_text(json.dumps(configs, indent=1, default=str))
 
     def log(self, row: dict[str, Any]) -> None:
-        with (self.path / "metrics.jsonl").open("a", encoding="utf-8") as f:
-            f.write(json.dumps(row, default=float) + "\n")
+        if distributed.is_main():
+            with (self.path / "metrics.jsonl").open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row, default=float) + "\n")
+
+    def write_trajectories(self, name: str, trajectories: Sequence[Any]) -> None:
+        """trajectories/<name>.jsonl."""
+        if distributed.is_main():
+            from .trajectory import write_jsonl
+
+            write_jsonl(self.path / "trajectories" / f"{name}.jsonl", trajectories)
 
     def metrics(self) -> list[dict[str, Any]]:
         p = self.path / "metrics.jsonl"
@@ -58,9 +72,13 @@ class RunDir:
 
 
 def save_checkpoint(path: Path, policy: Any, optimizer: Any, state: dict[str, Any]) -> Path:
-    """Adapter, optimizer state, step counters and RNG states, written atomically."""
+    """Adapter, optimizer state, step counters and RNG states, written atomically (by the
+    main process; the others wait until it is whole)."""
     import torch
 
+    if not distributed.is_main():
+        distributed.barrier()
+        return path
     tmp = path.with_name(path.name + ".partial")
     tmp.mkdir(parents=True, exist_ok=True)
     policy.save_adapter(tmp / "adapter")
@@ -73,6 +91,7 @@ def save_checkpoint(path: Path, policy: Any, optimizer: Any, state: dict[str, An
 
         shutil.rmtree(path)
     tmp.rename(path)
+    distributed.barrier()
     return path
 
 

@@ -25,7 +25,8 @@ from .observation import Observation
 from .prompt import build_prompt, strip_think
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .cpu import trim_memory
-from .training import apply_think_mask, lr_at, make_optimizer, micro_batches, token_logprobs
+from . import distributed
+from .training import apply_think_mask, lr_at, make_optimizer, my_micro_batches, token_logprobs
 from .trajectory import Packed, Trajectory
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def train_sft(policy: TrainablePolicy, demos: list[Trajectory], cfg: SFTConfig |
         ckpt = run.latest_checkpoint()
         if ckpt is not None:
             step = load_checkpoint(ckpt, policy, optimizer)["step"]
-    bar = _bar(total, step) if progress else None
+    bar = _bar(total, step) if progress and distributed.is_main() else None
     row: dict[str, Any] = {}
     model.train()
     while step < total:
@@ -99,11 +100,13 @@ def train_sft(policy: TrainablePolicy, demos: list[Trajectory], cfg: SFTConfig |
         n_tokens = sum(sum(ex.loss_mask) for ex in batch)
         loss_sum = 0.0
         optimizer.zero_grad(set_to_none=True)
-        for idx in micro_batches(batch, cfg.micro_batch_tokens):
+        for idx in my_micro_batches(batch, cfg.micro_batch_tokens):  # this process's share (`distributed`)
             logp, _ = token_logprobs(model, [batch[i] for i in idx])
             loss = -logp.sum() / max(1, n_tokens)
             loss.backward()
             loss_sum += float(loss.detach())
+        distributed.sum_gradients([p for p in model.parameters() if p.requires_grad])
+        (loss_sum,), _ = distributed.sum_values([loss_sum])
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.max_grad_norm)
         optimizer.step()
         trim_memory()

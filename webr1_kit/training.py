@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from . import distributed
 from .cpu import compute_context
 from .trajectory import Packed
 
@@ -90,6 +91,13 @@ def micro_batches(seqs: Sequence[Packed], token_budget: int) -> list[list[int]]:
     if current:
         batches.append(current)
     return batches
+
+
+def my_micro_batches(seqs: Sequence[Packed], token_budget: int) -> list[list[int]]:
+    """This process's share of `micro_batches` (all of them when the run has one process):
+    every process builds the same batches and scores every size()-th one (`distributed`)."""
+    batches = micro_batches(seqs, token_budget)
+    return [batches[i] for i in distributed.share(batches)]
 
 
 def think_mask(tokenizer: Any, ids: Sequence[int]) -> list[int]:
