@@ -5,7 +5,9 @@
 For each model, adapter kind (LoRA in bf16, QLoRA in 4-bit NF4) and trajectory length,
 one training step of the kit's own loss code (training.token_logprobs + grpo.grpo_loss,
 gradient checkpointing on, the last 1024 tokens trained) is timed and its peak memory
-read from torch.cuda.max_memory_allocated. Generation is timed in bf16 at batch 8.
+read from torch.cuda.max_memory_allocated. Generation is timed in bf16: transformers'
+`generate` at batch 8, and the kit's own batching generator (the path rollouts take) at
+batch 8 and 32 after 1024-token prompts.
 
 No weights are needed: the models are random-initialised from the real architectures'
 configs (written out below), because memory and speed do not depend on weight values.
@@ -118,19 +120,64 @@ def generation(path: Path, batch: int = 8, prompt: int = 512, new: int = 128) ->
     return {"batch": batch, "prompt_tokens": prompt, "new_tokens": new, "new_tokens_per_s": round(batch * new / dt, 1)}
 
 
+def kit_generation(path: Path, tokenizer: str, batch: int = 8, prompt: int = 1024, new: int = 128) -> dict:
+    """New tokens per second of the kit's own batching generator (`generation.Generator`, the
+    path rollouts take), sampling `batch` rows of `new` tokens after `prompt`-token prompts.
+
+    The random models come without a tokenizer; the embedded model's (`tokenizer`) decodes
+    for the stop check and the prompts draw ids inside its vocabulary. A row that samples the
+    end token stops early, so the rate counts the tokens actually produced."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from webr1_kit.config import SamplingConfig
+    from webr1_kit.generation import Generator
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16, device_map={"": device})
+    tok = AutoTokenizer.from_pretrained(tokenizer)
+    gen = Generator(model, tok, SamplingConfig(temperature=1.0, max_new_tokens=new, max_batch=batch,
+                                               batch_token_budget=batch * (prompt + new)), stop=())
+    rng = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(3, len(tok), (prompt,), generator=rng).tolist() for _ in range(batch)]
+    gen.generate_batch(prompts, list(range(batch)))  # warm-up
+    gen.stats.update(new_tokens=0, seconds=0.0)
+    gen.generate_batch(prompts, list(range(batch, 2 * batch)))
+    made, seconds = gen.stats["new_tokens"], gen.stats["seconds"]
+    del model, gen
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return {"batch": batch, "prompt_tokens": prompt, "new_tokens": made, "new_tokens_per_s": round(made / seconds, 1)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="qwen2.5-3b,llama3.1-8b")
     ap.add_argument("--lengths", default="4096,8192")
     ap.add_argument("--scratch", default="/tmp/webr1_bench_models", help="where the random models are saved")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    ap.add_argument("--tokenizer", default=None,
+                    help="a tokenizer folder for the kit's generator (default: the embedded model's)")
     args = ap.parse_args()
     import torch
 
     if not torch.cuda.is_available():
         raise SystemExit("bench_gpu.py needs a CUDA GPU")
+    if args.tokenizer is None:
+        from webr1_kit.models import embedded_path
+
+        args.tokenizer = str(embedded_path())
     results = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
                "rows": []}
+    import peft
+    import transformers
+
+    results.update(transformers=transformers.__version__, peft=peft.__version__)
+
+    def save() -> None:  # after every model, so a run stopped at its time limit keeps what it measured
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "bench_gpu.json").write_text(json.dumps(results, indent=1))
+
     for name in args.models.split(","):
         path = build(name, Path(args.scratch))
         for quant in ("lora", "qlora"):
@@ -141,10 +188,20 @@ def main() -> None:
                     row = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
                 results["rows"].append({"model": name, "adapter": quant, "tokens": length, **row})
                 print(results["rows"][-1], flush=True)
-        results.setdefault("generation", {})[name] = generation(path)
+                save()
+        try:
+            results.setdefault("generation", {})[name] = generation(path)
+        except Exception as exc:  # record, go on
+            results.setdefault("generation", {})[name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
         print(name, results["generation"][name], flush=True)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "bench_gpu.json").write_text(json.dumps(results, indent=1))
+        for batch in (8, 32):
+            try:
+                row = kit_generation(path, args.tokenizer, batch=batch)
+            except Exception as exc:  # record, go on
+                row = {"batch": batch, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            results.setdefault("kit_generation", {}).setdefault(name, []).append(row)
+            print(name, "kit generator", row, flush=True)
+        save()
 
 
 if __name__ == "__main__":
