@@ -111,3 +111,74 @@ def test_the_command_prints_its_endpoint_and_stops_on_sigterm():
             server.start()
         finally:
             server.stop()
+
+
+# ---------------------------------------------------------------- the kit's sites for browsers elsewhere
+
+
+def test_the_sites_listen_on_loopback_unless_told_and_never_on_a_wildcard(monkeypatch):
+    from webr1_kit.config import SITES_HOST_VAR, http_url, sites_host
+
+    monkeypatch.delenv(SITES_HOST_VAR, raising=False)
+    assert sites_host() == "127.0.0.1"
+    monkeypatch.setenv(SITES_HOST_VAR, "0.0.0.0")
+    with pytest.raises(ValueError, match="not a wildcard"):
+        sites_host()
+    monkeypatch.setenv(SITES_HOST_VAR, "10.1.2.3")
+    with pytest.warns(UserWarning, match="listen on 10.1.2.3.*no authentication"):
+        assert sites_host() == "10.1.2.3"
+    assert http_url("::1", 80) == "http://[::1]:80" and http_url("10.1.2.3", 80) == "http://10.1.2.3:80"
+
+
+def test_sites_serve_host_listens_on_the_address_its_urls_name():
+    import re
+    import urllib.error
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "webr1_kit.cli", "sites", "serve", "--host", "127.0.0.2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not lines or "Ctrl-C" not in lines[-1]:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()[-2000:]
+            lines.append(line)
+        assert "serving on 127.0.0.2" in lines[0]
+        urls = re.findall(r"http://[\d.]+:\d+", "".join(lines))
+        assert len(urls) == 4 and all(u.startswith("http://127.0.0.2:") for u in urls)
+        assert urllib.request.urlopen(urls[0] + "/", timeout=10).status == 200
+        with pytest.raises(urllib.error.URLError):  # not on 127.0.0.1
+            urllib.request.urlopen(urls[0].replace("127.0.0.2", "127.0.0.1") + "/", timeout=10)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+
+
+def test_episodes_on_a_browser_server_play_sites_served_on_the_sites_host(tmp_path):
+    """A separate process (the kit's sites are process-wide): arena and MiniWoB++ episodes of
+    the scripted experts on a browser server, against sites listening on 127.0.0.2 only."""
+    script = tmp_path / "play.py"
+    script.write_text("""
+import asyncio, json, sys
+from webr1_kit.browser_server import BrowserServer
+from webr1_kit.config import EnvConfig
+from webr1_kit.experts import Expert
+from webr1_kit.rollout import run_episodes
+from webr1_kit.tasks import load_tasks
+
+server = BrowserServer().start()
+try:
+    tasks = load_tasks("arena", split="train")[:2] + load_tasks("miniwob", names=["click-button"])
+    res = asyncio.run(run_episodes(Expert(), tasks, config=EnvConfig(browser_endpoints=(server.endpoint,))))
+    print(json.dumps([(t.task_id, t.reward, t.turns[0].url) for t in res.trajectories]))
+finally:
+    server.stop()
+""")
+    env = {**os.environ, "WEBR1_SITES_HOST": "127.0.0.2"}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+
+    played = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(played) == 3 and all(reward == 1.0 for _, reward, _ in played), played
+    assert all(url.startswith("http://127.0.0.2:") for _, _, url in played), played

@@ -235,10 +235,15 @@ def _sites_serve(args: argparse.Namespace) -> int:
 
     from .sites import Arena, site_specs
 
+    from .config import SITES_HOST_VAR, sites_host
+
+    if args.host:
+        os.environ[SITES_HOST_VAR] = args.host
+    host = sites_host()  # checked (and warned about) before anything starts
     names = [spec.name for spec in site_specs()]
     ports = {name: args.port_base + 10 * i for i, name in enumerate(names)} if args.port_base else {}
     arena = Arena(args.world_seed, ports=ports).start()
-    print(f"arena world {args.world_seed} built in {arena.build_seconds:.2f} s; serving on 127.0.0.1 "
+    print(f"arena world {args.world_seed} built in {arena.build_seconds:.2f} s; serving on {host} "
           "(requests without an episode cookie share one state):")
     for spec in site_specs():
         print(f"  {spec.name:<6} {spec.placeholder:<20} {arena.urls[spec.name]}")
@@ -562,8 +567,11 @@ def build_parser() -> argparse.ArgumentParser:
     ssub = sites.add_subparsers(dest="sites_command", metavar="ACTION")
     ssub.required = True
     ss = ssub.add_parser("serve", help="serve the arena sites on 127.0.0.1 until Ctrl-C",
-                         description="Build the arena world and serve its sites on 127.0.0.1. Requests without an "
-                         "episode cookie share one state (episodes run by the kit get their own copies).")
+                         description="Build the arena world and serve its sites on 127.0.0.1 (or --host). Requests "
+                         "without an episode cookie share one state (episodes run by the kit get their own copies).")
+    ss.add_argument("--host", help="the address to listen on and name in the sites' URLs, one other machines reach "
+                    "this one at (default: $WEBR1_SITES_HOST, else 127.0.0.1); the sites have no authentication, "
+                    "so any other than loopback is warned about")
     ss.add_argument("--world-seed", type=int, default=0, help="seed of the generated site data (default 0)")
     ss.add_argument("--port-base", type=int, default=0,
                     help="first port; sites get PORT, PORT+10, ... (default: free ports)")

@@ -22,6 +22,39 @@ class ConfigError(ValueError):
     """A configuration key or value is wrong; the message names it."""
 
 
+SITES_HOST_VAR = "WEBR1_SITES_HOST"
+
+
+def sites_host() -> str:
+    """The address the kit's own sites (the arena's, MiniWoB++'s pages) listen on and name in
+    their URLs: 127.0.0.1, unless the environment variable WEBR1_SITES_HOST names another
+    (`webr1 sites serve --host` sets it), so that browser servers on other machines
+    (`EnvConfig.browser_endpoints`) can reach them. It must be an address those machines
+    reach this one at, not a wildcard. The sites have no authentication, so an address that
+    is not loopback is warned about."""
+    import ipaddress
+    import os
+    import warnings
+
+    host = os.environ.get(SITES_HOST_VAR, "").strip() or "127.0.0.1"
+    if host in ("0.0.0.0", "::", "*"):
+        raise ValueError(f"{SITES_HOST_VAR}={host}: name the address other machines reach this one at (the sites "
+                         "put it in their URLs), not a wildcard")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False  # a host name
+    if not loopback:
+        warnings.warn(f"the kit's sites listen on {host}: whoever reaches it can read and change their data (they "
+                      "have no authentication); keep it to a private network", stacklevel=2)
+    return host
+
+
+def http_url(host: str, port: int) -> str:
+    """http://HOST:PORT, with an IPv6 address in brackets."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 @dataclass(frozen=True)
 class EnvConfig:
     """How the browser environment runs and what the agent observes."""

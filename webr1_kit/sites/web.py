@@ -22,10 +22,10 @@ from typing import Any, Callable
 from flask import Flask, g, render_template, request
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from ..config import http_url, sites_host
 from .state import EPISODE_COOKIE, SITES_COOKIE, StateStore, UnknownEpisode
 
 HERE = Path(__file__).parent
-HOST = "127.0.0.1"  # the arena never listens on other interfaces
 
 
 def make_app(spec: Any, store: StateStore, urls: Callable[[], dict[str, str]]) -> Flask:
@@ -157,17 +157,19 @@ class FormErrors(dict):
 
 
 class SiteServer:
-    """A threaded WSGI server for one site on 127.0.0.1, in a daemon thread."""
+    """A threaded WSGI server for one site, in a daemon thread, on 127.0.0.1 unless
+    WEBR1_SITES_HOST names another address (`config.sites_host`)."""
 
     def __init__(self, app: Flask, port: int = 0):
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no per-request log lines
-        self.httpd: BaseWSGIServer = make_server(HOST, port, app, threaded=True)
+        self.host = sites_host()
+        self.httpd: BaseWSGIServer = make_server(self.host, port, app, threaded=True)
         self.thread = threading.Thread(target=self.httpd.serve_forever, name=f"webr1-{app.config['SITE']}", daemon=True)
         self.thread.start()
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.httpd.server_port}"
+        return http_url(self.host, self.httpd.server_port)
 
     def stop(self) -> None:
         self.httpd.shutdown()

@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..config import http_url, sites_host
 from .suite import Suite
 from .task import Task, Verdict
 
@@ -118,19 +119,20 @@ class _QuietServer(http.server.ThreadingHTTPServer):
 
 
 class StaticServer:
-    """A threaded static file server on 127.0.0.1 (port 0 picks a free port)."""
+    """A threaded static file server (port 0 picks a free port) on 127.0.0.1, unless
+    WEBR1_SITES_HOST names another address (`config.sites_host`)."""
 
     def __init__(self, root: Path, port: int = 0):
         handler = functools.partial(_QuietHandler, directory=str(root))
-        self.httpd = _QuietServer(("127.0.0.1", port), handler)
+        self.host = sites_host()
+        self.httpd = _QuietServer((self.host, port), handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="webr1-miniwob", daemon=True)
         self.thread.start()
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return http_url(self.host, self.httpd.server_address[1])
 
     def stop(self) -> None:
         self.httpd.shutdown()
