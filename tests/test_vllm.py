@@ -4,12 +4,8 @@ trainer scores, an update reaches the server, and a dead or unsuitable server is
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import subprocess
-import time
-import urllib.request
 
 import pytest
 import torch
@@ -22,65 +18,23 @@ from webr1_kit.rollout import run_episodes
 from webr1_kit.tasks import load_tasks
 from webr1_kit.training import token_logprobs
 from webr1_kit.trajectory import pack
-from webr1_kit.vllm_generation import BASE_NAME, VLLMGenerator, server_command
+from webr1_kit.vllm_generation import BASE_NAME, VLLMGenerator, VLLMServer
 
 PYTHON = os.environ.get("WEBR1_VLLM_PYTHON")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not PYTHON, reason="WEBR1_VLLM_PYTHON is not set (make test sets it)")]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """A vLLM server for the embedded model, float32 on the CPU, started for a test module."""
-
-    def __init__(self, tmp, lora=True):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        cmd, env = server_command(str(embedded_path()), port=self.port, python=PYTHON, dtype="float32")
-        if not lora:
-            cmd.remove("--enable-lora")
-            i = cmd.index("--max-lora-rank")
-            del cmd[i:i + 2]
-        self.log = tmp / f"vllm-{self.port}.log"
-        # A small KV cache: the CPU backend reserves it in RAM up front.
-        env = {**os.environ, **env, "VLLM_CPU_KVCACHE_SPACE": "2"}
-        self.process = subprocess.Popen(cmd, stdout=open(self.log, "w"), stderr=subprocess.STDOUT, env=env,
-                                        start_new_session=True)
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the vLLM server stopped: {self.log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(self.url + "/v1/models", timeout=5) as r:
-                    if BASE_NAME in r.read().decode():
-                        return
-            except OSError:
-                time.sleep(2)
-        self.stop()
-        raise RuntimeError(f"the vLLM server did not come up in 300 s: {self.log.read_text()[-3000:]}")
-
-    def models(self) -> set[str]:
-        with urllib.request.urlopen(self.url + "/v1/models", timeout=30) as r:
-            return {m["id"] for m in json.loads(r.read())["data"]}
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, 15)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, 9)
+needs_server = pytest.mark.skipif(not PYTHON, reason="WEBR1_VLLM_PYTHON is not set (make test sets it)")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("vllm"))
-    yield s
-    s.stop()
+    with start_server(tmp_path_factory.mktemp("vllm")) as s:
+        yield s
+
+
+def start_server(tmp, lora=True) -> VLLMServer:
+    """A vLLM server for the embedded model, float32 on the CPU, with a small KV cache (the CPU
+    backend reserves it in RAM up front)."""
+    return VLLMServer(str(embedded_path()), python=PYTHON, dtype="float32", lora=lora, log=tmp / "vllm.log",
+                      env={"VLLM_CPU_KVCACHE_SPACE": "2"}).start()
 
 
 def policy_on(url, tmp_path, temperature=0.7):
@@ -101,6 +55,8 @@ def trainer_logprobs(policy, traj, temperature):
     return logp
 
 
+@pytest.mark.slow
+@needs_server
 async def test_episodes_through_the_server_record_what_the_trainer_scores(server, tmp_path):
     policy = policy_on(server.url, tmp_path)
     tasks = load_tasks("miniwob", names=["click-button", "focus-text"])
@@ -116,6 +72,8 @@ async def test_episodes_through_the_server_record_what_the_trainer_scores(server
     assert server.models() == {BASE_NAME, policy.generator._served}  # the adapter the episodes used
 
 
+@pytest.mark.slow
+@needs_server
 async def test_an_update_reaches_the_server_and_the_old_adapter_leaves(server, tmp_path):
     policy = policy_on(server.url, tmp_path)
     gen = policy.generator
@@ -138,8 +96,12 @@ async def test_an_update_reaches_the_server_and_the_old_adapter_leaves(server, t
         assert await gen._model_name() == BASE_NAME
 
 
+@pytest.mark.slow
+@needs_server
 async def test_a_dead_server_is_an_infrastructure_failure_never_a_reward(tmp_path):
-    dead = f"http://127.0.0.1:{free_port()}"
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
     policy = policy_on(dead, tmp_path)
     policy.generator.timeout_s = 5
     with pytest.raises(InfraError, match="did not answer"):
@@ -152,12 +114,28 @@ async def test_a_dead_server_is_an_infrastructure_failure_never_a_reward(tmp_pat
         VLLMGenerator("http://127.0.0.1:1", policy.tokenizer)
 
 
+@pytest.mark.slow
+@needs_server
 async def test_a_server_that_cannot_load_adapters_is_refused_with_the_flags_it_needs(server, tmp_path):
     server.stop()  # one server at a time on a small machine
-    plain = Server(tmp_path, lora=False)
-    try:
+    with start_server(tmp_path, lora=False) as plain:
         policy = policy_on(plain.url, tmp_path)
         with pytest.raises(PolicyLoadError, match="--enable-lora .*VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"):
             await policy.generator.generate([1, 2, 3])
-    finally:
-        plain.stop()
+
+
+def test_the_server_command_carries_the_flags_the_kit_needs_and_refuses_a_bad_memory_share(capsys):
+    from webr1_kit.cli import main
+    from webr1_kit.vllm_generation import server_command
+
+    cmd, env = server_command("m", port=9, gpu_memory_utilization=0.4)
+    joined = " ".join(cmd)
+    for flag in ("--enable-lora", "--logprobs-mode processed_logprobs", "--no-enable-chunked-prefill",
+                 "--gpu-memory-utilization 0.4", "--port 9"):
+        assert flag in joined
+    assert env == {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
+    assert "--enable-lora" not in server_command("m", lora=False)[0]
+    with pytest.raises(ValueError, match="gpu_memory_utilization must be in"):
+        server_command("m", gpu_memory_utilization=1.5)
+    assert main(["serve-model", "--model", str(embedded_path()), "--python", "/nonexistent/python"]) == 2
+    assert "no Python at '/nonexistent/python'" in capsys.readouterr().err

@@ -291,14 +291,14 @@ def _serve_model(args: argparse.Namespace) -> int:
 
     model = resolve_model(args.model)
     python = args.python or os.environ.get("WEBR1_VLLM_PYTHON") or "python"
-    cmd, env = server_command(model, port=args.port, host=args.host, python=python, dtype=args.dtype,
-                              max_lora_rank=args.max_lora_rank)
+    options = {"dtype": args.dtype, "max_lora_rank": args.max_lora_rank,
+               "gpu_memory_utilization": args.gpu_memory_utilization}
+    cmd, env = server_command(model, port=args.port, host=args.host, python=python, **options)
     print("webr1 serve-model: " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + " ".join(cmd), file=sys.stderr)
     print(f'use it with {{"policy": {{"model": "{args.model}", "vllm_urls": ["http://{args.host}:{args.port}"]}}}} '
           "in a run config. Ctrl-C stops.", file=sys.stderr, flush=True)
     try:
-        return serve(model, port=args.port, host=args.host, python=python, dtype=args.dtype,
-                     max_lora_rank=args.max_lora_rank)
+        return serve(model, port=args.port, host=args.host, python=python, **options)
     except FileNotFoundError:
         print(f"webr1 serve-model: no Python at {python!r}; point --python (or WEBR1_VLLM_PYTHON) at the "
               "interpreter of a virtualenv with vLLM installed", file=sys.stderr)
@@ -601,6 +601,9 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--dtype", default="auto", help="vLLM's --dtype (default auto; float32 on a CPU keeps the "
                     "log-probabilities within 2e-5 of the trainer's)")
     sm.add_argument("--max-lora-rank", type=int, default=16, help="largest LoRA rank to load (default 16, the kit's)")
+    sm.add_argument("--gpu-memory-utilization", type=float, metavar="F",
+                    help="the share of the GPU's memory vLLM may take (vLLM's default 0.9); lower it, e.g. 0.4, when "
+                    "the trainer shares the GPU")
     sm.set_defaults(func=_serve_model)
 
     ex = sub.add_parser("experts", help="scripted expert demonstrations (behaviour-cloning data)")

@@ -59,17 +59,104 @@ LORA_FLAGS = "--enable-lora (and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True in its en
 
 
 def server_command(model: str, port: int = 8000, host: str = "127.0.0.1", python: str = "python",
-                   max_lora_rank: int = 16, max_model_len: int = 4096, dtype: str = "auto") -> tuple[list[str], dict]:
+                   max_lora_rank: int = 16, max_model_len: int = 4096, dtype: str = "auto",
+                   lora: bool = True, gpu_memory_utilization: float | None = None) -> tuple[list[str], dict]:
     """The command and extra environment that start a vLLM server the kit can use.
 
     float32 on a CPU (bfloat16 moved log-probabilities by about 0.04 against the trainer's
     float32 scoring); --no-enable-chunked-prefill with a batch budget above the longest
-    prompt, since a seeded request whose prefill was chunked stopped the CPU server."""
+    prompt, since a seeded request whose prefill was chunked stopped the CPU server.
+    lora=False: without runtime adapters (only the base model can be served).
+    gpu_memory_utilization: the share of the GPU vLLM takes (its default 0.9 leaves a trainer
+    on the same GPU little)."""
+    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
+        raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
     cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", BASE_NAME,
-           "--host", host, "--port", str(port), "--dtype", dtype, "--enable-lora", "--max-lora-rank",
-           str(max_lora_rank), "--logprobs-mode", "processed_logprobs", "--max-model-len", str(max_model_len),
-           "--no-enable-chunked-prefill", "--max-num-batched-tokens", str(2 * max_model_len)]
+           "--host", host, "--port", str(port), "--dtype", dtype, "--logprobs-mode", "processed_logprobs",
+           "--max-model-len", str(max_model_len), "--no-enable-chunked-prefill", "--max-num-batched-tokens",
+           str(2 * max_model_len)]
+    if lora:
+        cmd += ["--enable-lora", "--max-lora-rank", str(max_lora_rank)]
+    if gpu_memory_utilization is not None:
+        cmd += ["--gpu-memory-utilization", str(gpu_memory_utilization)]
     return cmd, {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
+
+
+class VLLMServer:
+    """A vLLM server run from Python (a notebook, a benchmark, a test) with `server_command`'s
+    options, in its own process group; `start()` returns once it serves the model.
+
+        with VLLMServer(model_path, python=".venv-vllm/bin/python") as server:
+            policy = load_policy(PolicyConfig(..., vllm_urls=(server.url,)))
+
+    `webr1 serve-model` runs the same command in the foreground instead."""
+
+    def __init__(self, model: str, python: str | None = None, port: int | None = None, log: str | Path | None = None,
+                 env: dict[str, str] | None = None, ready_timeout_s: float = 300.0, **options: Any):
+        """options: server_command's (dtype, lora, max_lora_rank, max_model_len, host).
+        env: extra environment (e.g. VLLM_CPU_KVCACHE_SPACE, the CPU backend's KV cache in GiB,
+        which it reserves up front). log: where the server's output goes (default: a temporary file)."""
+        import socket
+
+        if port is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.port, self.ready_timeout_s = port, ready_timeout_s
+        self.python = python or os.environ.get("WEBR1_VLLM_PYTHON", "python")
+        self.cmd, server_env = server_command(model, port=port, python=self.python, **options)
+        self.env = {**os.environ, **server_env, **(env or {})}
+        self.url = f"http://{options.get('host', '127.0.0.1')}:{port}"
+        self.log = Path(log) if log else Path(tempfile.mkstemp(prefix="webr1-vllm-", suffix=".log")[1])
+        self.process: Any = None
+
+    def start(self) -> "VLLMServer":
+        import subprocess
+        import time
+
+        if self.process is not None:
+            return self
+        try:
+            self.process = subprocess.Popen(self.cmd, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
+                                            env=self.env, start_new_session=True)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no Python at {self.python!r}: point python= (or WEBR1_VLLM_PYTHON) at the "
+                                    "interpreter of a virtualenv with vLLM installed") from None
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the vLLM server stopped (exit {self.process.returncode}): "
+                                   f"{self.log.read_text()[-3000:]}")
+            try:
+                if BASE_NAME in self.models():
+                    return self
+            except OSError:
+                time.sleep(2)
+        self.stop()
+        raise RuntimeError(f"the vLLM server did not serve the model within {self.ready_timeout_s:.0f} s: "
+                           f"{self.log.read_text()[-3000:]}")
+
+    def models(self) -> set[str]:
+        """The names the server serves (the base model's and any loaded adapters')."""
+        with urllib.request.urlopen(self.url + "/v1/models", timeout=30) as r:
+            return {m["id"] for m in json.loads(r.read())["data"]}
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+    def __enter__(self) -> "VLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
 
 
 class VLLMGenerator:
