@@ -16,9 +16,9 @@ An arm takes about an hour on a 2-core CPU, so the table is filled over several 
 necessarily on one machine: BC's evaluation and each finished arm are recorded in the --record
 folder (figures, the held-out episodes' outcomes, the config, the SHA-256 of the BC adapter),
 and what is recorded there is not run again. A later run on a fresh machine trains BC again
-(`--until sft`; the same config, seed and code should give the same bytes) and refuses to go
-on if the adapter's SHA-256 differs from the recorded one, since its arms would not be paired
-with the recorded ones.
+(`--until sft`) and refuses to go on if the adapter's SHA-256 differs from the recorded one,
+since its arms would not be paired with the recorded ones. (Two trainings of one config have
+given different adapters: keep ROOT/bc between runs where you can.)
 
 After the arms (or alone, with --table) it prints the Markdown table of the recorded arms that
 BENCHMARKS.md quotes: per arm,
