@@ -233,9 +233,8 @@ def _sites_serve(args: argparse.Namespace) -> int:
     """Run the arena's sites until interrupted (for people and external tools)."""
     import threading
 
-    from .sites import Arena, site_specs
-
     from .config import SITES_HOST_VAR, sites_host
+    from .sites import Arena, site_specs
 
     if args.host:
         os.environ[SITES_HOST_VAR] = args.host

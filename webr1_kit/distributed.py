@@ -69,12 +69,6 @@ def _group() -> Any:
     return dist
 
 
-def start() -> None:
-    """Join the process group now (the first collective call does it otherwise)."""
-    if size() > 1:
-        _group()
-
-
 def share(items: Sequence[T]) -> list[int]:
     """The indices of `items` this process works on: every size()-th, from rank()."""
     return list(range(rank(), len(items), size()))
