@@ -88,6 +88,8 @@ async def test_an_expert_that_fails_is_skipped_and_the_group_keeps_its_episode(b
                                     random.Random(0), sample_seed=0, browser=browser, max_turns=1)
     assert (done.inserted, done.skipped, done.replaced) == (0, 1, [])
     assert groups[0].trajectories == kept
+    (failed,) = done.failed  # kept for inspection: it says why the expert did not finish
+    assert is_expert(failed) and failed.termination == "max_turns" and failed.seed == kept[-1].seed
 
 
 def test_groups_are_chosen_by_rate_and_by_failure_and_off_chooses_none():

@@ -575,6 +575,8 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
                 run.write_trajectories(f"rerolled-step-{step + 1}", [t for g in rerolled for t in g.trajectories])
             if experts.replaced:  # the policy episodes the expert members took the place of
                 run.write_trajectories(f"expert-replaced-step-{step + 1}", experts.replaced)
+            if experts.failed:  # the expert episodes skipped because they failed, for inspection
+                run.write_trajectories(f"expert-failed-step-{step + 1}", experts.failed)
             lr = lr_at(step, cfg.steps, cfg.lr, cfg.warmup_steps, "constant")
             for g in optimizer.param_groups:
                 g["lr"] = lr

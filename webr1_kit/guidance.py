@@ -36,8 +36,9 @@ experience-replay recipes that put demonstrations into groups):
    step weighted by the advantage. The samples are off-policy all the same; no importance
    correction is made for that, as in the paper's own single-update setting.
 3. Only expert episodes that succeed are inserted. One that fails on a page, or fails
-   for infrastructure reasons, is counted (`expert_skipped`) and the group keeps its own
-   episode: the expert's failure is never learned as reward 0.
+   for infrastructure reasons, is counted (`expert_skipped`), kept in
+   trajectories/expert-failed-step-N.jsonl, and the group keeps its own episode: the
+   expert's failure is never learned as reward 0.
 4. Experts are asked for tasks that have one; a run whose training tasks include one
    without refuses at the start (`experts.Expert.require`) rather than half-running.
 5. The replaced policy episodes are kept in trajectories/expert-replaced-step-N.jsonl,
@@ -77,7 +78,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import GRPOConfig
@@ -259,11 +260,14 @@ class GuidedPolicy:
 
 @dataclass
 class ExpertMembers:
-    """What `add_expert_members` did in one step."""
+    """What `add_expert_members` did in one step: the policy episodes the experts replaced,
+    and the expert episodes that failed and were skipped (kept so that a run shows why: a
+    task the script cannot finish within the turn limit ends "max_turns")."""
 
     inserted: int = 0
     skipped: int = 0
-    replaced: list[Trajectory] | None = None
+    replaced: list[Trajectory] = field(default_factory=list)
+    failed: list[Trajectory] = field(default_factory=list)
 
 
 def pick_groups(groups: Sequence[TrajectoryGroup], cfg: GRPOConfig, rng: random.Random) -> list[int]:
@@ -287,7 +291,7 @@ async def add_expert_members(groups: list[TrajectoryGroup], tasks: dict[str, Tas
     from .rollout import Job, run_jobs
 
     chosen = pick_groups(groups, cfg, rng)
-    out = ExpertMembers(replaced=[])
+    out = ExpertMembers()
     if not chosen:
         return out
     jobs = [Job(tasks[groups[i].task_id], groups[i].trajectories[-1].seed, sample_seed, i) for i in chosen]
@@ -295,6 +299,8 @@ async def add_expert_members(groups: list[TrajectoryGroup], tasks: dict[str, Tas
     for i, traj in zip(chosen, res.trajectories):
         if not traj.success:  # departure 3: an expert's failure is not a lesson
             out.skipped += 1
+            traj.meta["expert"] = True
+            out.failed.append(traj)
             continue
         traj.meta["expert"] = True
         out.replaced.append(groups[i].trajectories[-1])
