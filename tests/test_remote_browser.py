@@ -170,7 +170,11 @@ server = BrowserServer().start()
 try:
     tasks = load_tasks("arena", split="train")[:2] + load_tasks("miniwob", names=["click-button"])
     res = asyncio.run(run_episodes(Expert(), tasks, config=EnvConfig(browser_endpoints=(server.endpoint,))))
-    print(json.dumps([(t.task_id, t.reward, t.turns[0].url) for t in res.trajectories]))
+    from webr1_kit.sites import get_arena
+    from webr1_kit.tasks import miniwob
+
+    served = list(get_arena(0).urls.values()) + [miniwob.server().url]
+    print(json.dumps([[(t.task_id, t.reward) for t in res.trajectories], served]))
 finally:
     server.stop()
 """)
@@ -179,6 +183,6 @@ finally:
     assert done.returncode == 0, done.stderr[-3000:]
     import json
 
-    played = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(played) == 3 and all(reward == 1.0 for _, reward, _ in played), played
-    assert all(url.startswith("http://127.0.0.2:") for _, _, url in played), played
+    played, served = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(played) == 3 and all(reward == 1.0 for _, reward in played), played
+    assert all(url.startswith("http://127.0.0.2:") for url in served), served

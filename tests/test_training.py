@@ -454,6 +454,26 @@ def test_sft_resumes_to_the_same_next_step(tokenizer, tmp_path):
     assert [r["loss"] for r in resumed[2:]] == pytest.approx([r["loss"] for r in straight[2:]], rel=1e-6)
 
 
+def test_sft_with_lora_dropout_gives_the_same_adapter_whatever_drew_from_torch_before(tokenizer):
+    """LoRA dropout draws its masks from torch's global generator; training seeds it from
+    the run's seed, so what ran before (here: draws that change the generator's state)
+    does not change the adapter, and another seed does."""
+    import torch
+
+    def trained(draws: int, seed: int = 0):
+        lora = LoRA(r=4, alpha=8, dropout=0.5)
+        model = attach_lora(build_tiny_model(tokenizer, 1), lora)
+        policy = LLMPolicy(model, tokenizer, PolicyConfig(lora=lora), prompt=PromptConfig(max_prompt_tokens=2048))
+        torch.rand(draws)
+        train_sft(policy, [demo(k) for k in range(2)], SFTConfig(epochs=2, lr=1e-2, batch_size=2, warmup_steps=0,
+                                                                 seed=seed), progress=False)
+        return torch.cat([p.detach().flatten() for n, p in model.named_parameters() if "lora_" in n])
+
+    first = trained(draws=1)
+    assert torch.equal(first, trained(draws=1000))
+    assert not torch.allclose(first, trained(draws=1, seed=1))
+
+
 # ---------------------------------------------------------------- the command line
 
 

@@ -107,7 +107,7 @@ from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
 from .cpu import trim_memory
-from .training import apply_think_mask, lr_at, make_optimizer, my_micro_batches, token_logprobs
+from .training import apply_think_mask, lr_at, make_optimizer, my_micro_batches, seed_dropout, token_logprobs
 from .trajectory import Packed, Trajectory, TrajectoryGroup, pack
 
 if TYPE_CHECKING:
@@ -508,6 +508,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
     optimizer = make_optimizer(policy.model, cfg.lr, tuple(cfg.betas))
     start = 0
     tally = TaskTally(cfg.task_memory)
+    seed_dropout(cfg.seed, "grpo")
     if ckpt is not None:
         state = load_checkpoint(ckpt, policy, optimizer)
         start = state["step"]

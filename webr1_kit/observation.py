@@ -24,6 +24,32 @@ from .config import EnvConfig
 ID_ATTR = "data-webr1-id"
 
 
+_SHOWN: dict[str, str] = {}
+"""The origins of the kit's own servers in this process -> the origin the agent reads."""
+
+
+def show_origin_as(origin: str, shown: str) -> None:
+    """Write URLs under `origin` (scheme://host:port of a server the kit started) as
+    `shown` in every observation.
+
+    The bundled sites listen on free ports, which differ in every process. With the port
+    in the observation's URL, and so in every prompt and in the history of every later
+    one, the tokens a policy reads, BC's adapter and every sampled episode would depend
+    on which ports happened to be free; with a fixed name they depend on the seeds only.
+    The browser still goes to the real address; only `Observation.url` (what the agent,
+    the experts and the replays read) carries the name. Evaluators read the live page."""
+    _SHOWN[origin.rstrip("/")] = shown.rstrip("/")
+
+
+def shown_url(url: str) -> str:
+    """`url` as the agent reads it: a registered origin replaced by its name
+    (`show_origin_as`); any other URL as it is."""
+    for origin, shown in _SHOWN.items():
+        if url == origin or url.startswith((origin + "/", origin + "?", origin + "#")):
+            return shown + url[len(origin):]
+    return url
+
+
 @functools.lru_cache(maxsize=None)
 def _observe_js() -> str:
     return resources.files("webr1_kit").joinpath("js/observe.js").read_text(encoding="utf-8")
@@ -173,7 +199,7 @@ async def observe(
     ]
     shot = await page.screenshot(type="png") if cfg.screenshot else None
     return Observation(
-        url=page.url,
+        url=shown_url(page.url),
         title=await page.title(),
         content=content,
         tabs=tabs if tabs is not None else [await page.title()],

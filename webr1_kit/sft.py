@@ -26,7 +26,7 @@ from .prompt import build_prompt, strip_think
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .cpu import trim_memory
 from . import distributed
-from .training import apply_think_mask, lr_at, make_optimizer, my_micro_batches, token_logprobs
+from .training import apply_think_mask, lr_at, make_optimizer, my_micro_batches, seed_dropout, token_logprobs
 from .trajectory import Packed, Trajectory
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ def train_sft(policy: TrainablePolicy, demos: list[Trajectory], cfg: SFTConfig |
     optimizer = make_optimizer(model, cfg.lr, (0.9, 0.999))
     run = RunDir(Path(out)) if out is not None else None
     step = 0
+    seed_dropout(cfg.seed, "sft")
     if run is not None:
         run.write_config({"sft": to_dict(cfg), "policy": to_dict(policy.config), "prompt": to_dict(policy.prompt),
                           "demonstrations": len(demos), "examples": len(data)})

@@ -142,6 +142,20 @@ def apply_think_mask(tokenizer: Any, seq: Packed, train_think: bool) -> Packed:
 # ---------------------------------------------------------------- optimizer and schedule
 
 
+def seed_dropout(*parts: Any) -> None:
+    """Seed torch's global generator, which LoRA dropout draws its masks from, from the
+    run's seed (`parts`, through `seeds.derive_seed`). Left as the process found it, the
+    generator's state depends on whatever drew from it before (a notebook cell, a library
+    at import), and two runs of one config trained on other masks and ended with other
+    adapters. Called before a run loads its checkpoint, whose saved state then wins, so a
+    resumed run draws the masks the uninterrupted one would have."""
+    import torch
+
+    from .seeds import derive_seed
+
+    torch.manual_seed(derive_seed(*parts))
+
+
 def make_optimizer(model: Any, lr: float, betas: tuple[float, float], weight_decay: float = 0.0) -> Any:
     import torch
 

@@ -23,6 +23,7 @@ from flask import Flask, g, render_template, request
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from ..config import http_url, sites_host
+from ..observation import show_origin_as
 from .state import EPISODE_COOKIE, SITES_COOKIE, StateStore, UnknownEpisode
 
 HERE = Path(__file__).parent
@@ -166,6 +167,7 @@ class SiteServer:
         self.httpd: BaseWSGIServer = make_server(self.host, port, app, threaded=True)
         self.thread = threading.Thread(target=self.httpd.serve_forever, name=f"webr1-{app.config['SITE']}", daemon=True)
         self.thread.start()
+        show_origin_as(self.url, f"http://{app.config['SITE']}.arena")  # observations name no port
 
     @property
     def url(self) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import http_url, sites_host
+from ..observation import show_origin_as
 from .suite import Suite
 from .task import Task, Verdict
 
@@ -129,6 +130,7 @@ class StaticServer:
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="webr1-miniwob", daemon=True)
         self.thread.start()
+        show_origin_as(self.url, "http://miniwob.local")  # observations name no port
 
     @property
     def url(self) -> str:
