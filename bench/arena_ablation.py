@@ -19,7 +19,7 @@ and what is recorded there is not run again. A later run on a fresh machine trai
 (`--until sft`) and refuses to go on if the adapter's SHA-256 differs from the recorded one,
 since its arms would not be paired with the recorded ones. BC from one config gives the same
 adapter in every process (the seeds fix the demonstrations, what the agent reads of them and
-LoRA dropout's masks; checked twice, byte for byte), so the check guards against a change of
+LoRA dropout's masks: two processes gave byte-identical adapters), so the check guards against a change of
 kit or config, not against chance.
 
 After the arms (or alone, with --table) it prints the Markdown table of the recorded arms that
