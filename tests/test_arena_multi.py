@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 
 from webr1_kit.browser import BrowserEnv
@@ -32,8 +34,8 @@ async def test_expert_solves_across_sites(browser, template):
     result = await run_episodes(Expert(), [_task(template)], max_turns=30, browser=browser)
     traj = result.trajectories[0]
     assert traj.reward == 1.0, traj.verdict
-    urls = {t.url.rsplit(":", 1)[-1].split("/")[0] for t in traj.turns}
-    assert len(urls) == 2  # it really worked on two sites (two ports)
+    sites = {urlsplit(t.url).hostname for t in traj.turns}
+    assert sites == {f"{s}.arena" for s in traj.meta["sites"]}  # it really worked on both sites
 
 
 async def test_a_wrong_price_or_doing_nothing_fails(browser):
