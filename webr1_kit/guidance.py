@@ -297,12 +297,11 @@ async def add_expert_members(groups: list[TrajectoryGroup], tasks: dict[str, Tas
     jobs = [Job(tasks[groups[i].task_id], groups[i].trajectories[-1].seed, sample_seed, i) for i in chosen]
     res = await run_jobs(ExpertVoice(policy), jobs, **run)
     for i, traj in zip(chosen, res.trajectories):
+        traj.meta["expert"] = True
         if not traj.success:  # departure 3: an expert's failure is not a lesson
             out.skipped += 1
-            traj.meta["expert"] = True
             out.failed.append(traj)
             continue
-        traj.meta["expert"] = True
         out.replaced.append(groups[i].trajectories[-1])
         groups[i].trajectories[-1] = traj
         out.inserted += 1
