@@ -12,8 +12,8 @@ as `webr1 demo --bc-from ROOT/bc --until eval-rl`: it takes the demonstrations a
 adapter, and runs only M-GRPO and the RL policy's evaluation. Arms run one after another, each
 in its own process; one that stopped resumes (every step is a checkpoint).
 
-An arm takes about an hour on a 2-core CPU, so the table is filled over several runs, not
-necessarily on one machine: BC's evaluation and each finished arm are recorded in the --record
+An arm takes one to two hours on a 2-core CPU (6 steps) and about 40 minutes more for its
+held-out evaluation, so the table is filled over several runs, not necessarily on one machine: BC's evaluation and each finished arm are recorded in the --record
 folder (figures, the held-out episodes' outcomes, the config, the SHA-256 of the BC adapter),
 and what is recorded there is not run again. A later run on a fresh machine trains BC again
 (`--until sft`) and refuses to go on if the adapter's SHA-256 differs from the recorded one,
