@@ -29,6 +29,12 @@ held-out success with its 95% interval, the paired comparison with BC on the sam
 signal (any non-zero advantage, after expert members and step rewards), the policy's own
 success during training (its episodes before any expert took a place), what the guidance
 used, and the wall time of M-GRPO (rollouts and updates, summed over steps, so resumes add up).
+Held-out success is all-or-nothing over an episode; where no arm solves any, the table's step
+accuracy says whether training moved single decisions: each policy, greedy, at the same 60
+states of the scripted expert's own held-out episodes (drawn once from ROOT/heldout-expert.jsonl,
+the evaluation's pages), scored against the expert's action there (`sft.step_accuracy`), paired
+with BC state by state. It is measured when an arm (or BC) is recorded, or added to a record
+that lacks it while its adapter is still in ROOT (about 10 minutes for each policy).
 For the arms that ask the expert at every turn (step rewards, departure credit), a second table
 gives, per template, how often the scripted expert could name its action from the state the
 policy reached.
@@ -37,6 +43,7 @@ policy reached.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import subprocess
@@ -59,6 +66,9 @@ ARMS: dict[str, dict] = {
                  "step_reward_coef": 0.5, "task_sampling": "informative", "task_floor": 0.1},
 }
 """The arms, in the order they run by default."""
+
+STEP_STATES = 60
+"""Held-out expert states every policy is asked at for the step accuracy (`sft.step_accuracy`)."""
 
 
 def arm_config(name: str, base: dict) -> dict:
@@ -106,6 +116,7 @@ def ensure_bc(root: Path, base: dict, record: Path, quiet: bool) -> None:
         demo(root, "bc", base, quiet, "--until", until)
     if bc is None:
         write_bc_record(root, record)
+        add_step_accuracy(root, "bc", record)
     elif bc["bc_adapter_sha256"] != bc_sha256(root):
         raise SystemExit(f"the BC adapter in {root / 'bc'} (SHA-256 {bc_sha256(root)[:16]}...) is not the one the "
                          f"arms recorded in {record} continued ({bc['bc_adapter_sha256'][:16]}...), so new arms would "
@@ -118,11 +129,59 @@ def run_arm(root: Path, name: str, base: dict, record: Path, quiet: bool) -> Non
             raise SystemExit(f"{name} is recorded in {record} with another config than {BASE.name} gives it now; "
                              f"move {record / (name + '.json')} aside to run it again")
         print(f"{name}: recorded already ({record / (name + '.json')})", file=sys.stderr)
+    else:
+        if not (root / name / "stages" / "eval-rl.json").is_file():
+            ensure_bc(root, base, record, quiet)
+            demo(root, name, arm_config(name, base), quiet, "--until", "eval-rl", "--bc-from", str(root / "bc"))
+        write_record(root, name, base, record)
+    for policy in ("bc", name):
+        add_step_accuracy(root, policy, record)
+
+
+def adapter_of(root: Path, name: str) -> Path:
+    """Where BC ("bc") or an arm keeps the adapter it ended with."""
+    return root / "bc" / "sft" / "adapter" if name == "bc" else root / name / "rl" / "adapter"
+
+
+def heldout_demos(root: Path) -> list:
+    """The scripted expert's successful episodes on the held-out pages (the evaluation's tasks,
+    page seeds and turn limit), played once into ROOT/heldout-expert.jsonl."""
+    from webr1_kit.experts import Expert
+    from webr1_kit.pipeline import EVAL_SEED_OFFSET, run_tasks, saved_config
+    from webr1_kit.rollout import run_episodes
+    from webr1_kit.trajectory import read_jsonl, write_jsonl
+
+    f = root / "heldout-expert.jsonl"
+    if not f.is_file():
+        cfg = saved_config(root / "bc")
+        res = asyncio.run(run_episodes(Expert(), run_tasks(cfg, "eval"), episodes=cfg.eval_episodes,
+                                       concurrency=cfg.rollout.concurrency, max_turns=cfg.rollout.max_turns,
+                                       seed=cfg.seed + EVAL_SEED_OFFSET, config=cfg.env))
+        write_jsonl(f.with_suffix(".partial"), [t for t in res.trajectories if t.success])
+        f.with_suffix(".partial").replace(f)
+    return list(read_jsonl(f))
+
+
+def add_step_accuracy(root: Path, name: str, record: Path) -> None:
+    """Measure the step accuracy of BC or an arm and add it to its record, unless the record
+    has it already or the adapter is not in ROOT (a record from another machine)."""
+    from webr1_kit.pipeline import Pipeline, saved_config
+    from webr1_kit.sft import step_accuracy
+
+    rec = read_record(record, name)
+    if rec is None or "step_accuracy" in rec or not adapter_of(root, name).is_dir():
         return
-    if not (root / name / "stages" / "eval-rl.json").is_file():
-        ensure_bc(root, base, record, quiet)
-        demo(root, name, arm_config(name, base), quiet, "--until", "eval-rl", "--bc-from", str(root / "bc"))
-    write_record(root, name, base, record)
+    if name != "bc" and bc_sha256(root) != rec["bc_adapter_sha256"]:
+        return  # another BC's arm: its adapter is not the recorded one's
+    cfg = saved_config(root / "bc")
+    demos = heldout_demos(root)
+    print(f"{name}: step accuracy at {STEP_STATES} held-out expert states", file=sys.stderr)
+    policy = Pipeline(cfg, root / "bc", progress=False).policy(adapter_of(root, name))
+    t0 = time.perf_counter()
+    acc = asyncio.run(step_accuracy(policy, demos, strict=cfg.env.action_format == "strict", n_states=STEP_STATES,
+                                    seed=cfg.seed))
+    rec["step_accuracy"] = {**acc, "demos": len(demos), "seconds": round(time.perf_counter() - t0, 1)}
+    (record / f"{name}.json").write_text(json.dumps(rec, indent=1) + "\n")
 
 
 def outcomes(path: Path) -> list[dict]:
@@ -192,6 +251,27 @@ def paired(bc: dict, arm: dict) -> dict:
     return compare_paired(episodes(bc), episodes(arm))
 
 
+def steps(rec: dict, bc: dict | None) -> str:
+    """The table's step accuracy cell: exact matches of the expert's action at the held-out
+    states, and against BC (when given) the states newly right and newly wrong, exact McNemar p."""
+    from webr1_kit.stats import compare_paired
+    from webr1_kit.trajectory import Trajectory
+
+    acc = rec.get("step_accuracy")
+    if acc is None:
+        return "not measured"
+    cell = f"{100 * acc['exact']:.0f}% of {acc['states']}"
+    if bc is None or bc.get("step_accuracy") is None:
+        return cell
+
+    def states(a: dict) -> list:
+        return [Trajectory(task_id=f"{task}#{turn}", intent="", seed=seed, reward=float(score == 1.0), status="done")
+                for task, seed, turn, score in a["outcomes"]]
+
+    c = compare_paired(states(bc["step_accuracy"]), states(acc))
+    return f"{cell} ({c['gained']} / {c['lost']}, p = {c['p_value']:.3g})"
+
+
 def coverage(root: Path, name: str) -> dict[str, list[int]] | None:
     """Per template, [turns where the expert named its action, turns the policy played], over
     the arm's training episodes, for an arm that asks the expert at every turn the policy plays
@@ -221,17 +301,19 @@ def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
     bc = read_record(record, "bc")
     rows = {n: read_record(record, n) for n in names}
     lines = ["| arm | held-out success | 95% CI (Wilson) | vs BC: solved / failed anew, p | invalid actions "
-             "| groups with signal | own training success | expert members / hinted episodes / prefix turns "
-             "| tokens trained | M-GRPO wall time |", "|---" * 10 + "|"]
+             "| step accuracy (vs BC: right / wrong anew, p) | groups with signal | own training success "
+             "| expert members / hinted episodes / prefix turns | tokens trained | M-GRPO wall time |",
+             "|---" * 11 + "|"]
     if bc:
         lo, hi = bc["ci95"]
         solved = round(bc["success"] * bc["episodes"])
         lines.append(f"| BC (the start of every arm) | **{bc['success']:.3f}** ({solved}/{bc['episodes']}) "
-                     f"| {lo:.3f} – {hi:.3f} | – | {100 * bc['invalid_action_rate']:.0f}% | – | – | – | – | – |")
+                     f"| {lo:.3f} – {hi:.3f} | – | {100 * bc['invalid_action_rate']:.0f}% | {steps(bc, None)} "
+                     f"| – | – | – | – | – |")
     for n in names:
         r = rows[n]
         if r is None or bc is None:
-            lines.append(f"| {n} | not run | | | | | | | | |")
+            lines.append(f"| {n} | not run | | | | | | | | | |")
             continue
         if r["bc_adapter_sha256"] != bc["bc_adapter_sha256"]:
             raise SystemExit(f"{n} is recorded as continuing another BC adapter than {record / 'bc.json'}")
@@ -240,7 +322,7 @@ def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
         sig = "–" if r["signal_share"] is None else f"{100 * r['signal_share']:.0f}%"
         lines.append(f"| {n} | **{r['success']:.3f}** ({r['solved']}/{r['episodes']}) | {lo:.3f} – {hi:.3f} "
                      f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g} | {100 * r['invalid_action_rate']:.0f}% "
-                     f"| {sig} | {r['own_success']:.3f} | {r['expert_members']} / {r['hinted_episodes']} / "
+                     f"| {steps(r, bc)} | {sig} | {r['own_success']:.3f} | {r['expert_members']} / {r['hinted_episodes']} / "
                      f"{r['prefix_turns']} | {r['tokens_trained']} | {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
     for n in names:
         if rows[n] is None or not (c := rows[n]["coverage"]):

@@ -212,18 +212,24 @@ def test_the_arena_ablation_tabulates_recorded_arms_paired_with_bc_and_keeps_the
 
     bc = [0] * 10
     arm = [1] * 7 + [0] * 3  # 7 newly solved, none newly failed: p = 2 * 0.5**7
+    def states(scores):  # step accuracy at four held-out expert states
+        return {"states": 4, "exact": sum(x == 1.0 for x in scores) / 4,
+                "outcomes": [[f"arena/t/{i}", 0, 1, x] for i, x in enumerate(scores)]}
+
     (record / "bc.json").write_text(json.dumps({"bc_adapter_sha256": sha, "success": 0.0, "episodes": 10,
                                                 "ci95": [0.0, 0.28], "invalid_action_rate": 0.5,
-                                                "outcomes": episodes(bc)}))
+                                                "outcomes": episodes(bc), "step_accuracy": states([0, 0.5, 0, 1])}))
     row = {"success": 0.7, "solved": 7, "episodes": 10, "ci95": [0.4, 0.89], "invalid_action_rate": 0.1,
            "signal_share": 0.25, "own_success": 0.05, "expert_members": 12, "hinted_episodes": 0,
            "prefix_turns": 0, "tokens_trained": 900, "rl_minutes": 61.0, "steps": 16,
            "config": ablation.arm_config("expert-members", base), "bc_adapter_sha256": sha,
-           "coverage": None, "outcomes": episodes(arm)}
+           "coverage": None, "outcomes": episodes(arm), "step_accuracy": states([1, 1, 1, 0.5])}
     (record / "expert-members.json").write_text(json.dumps(row))
     lines, _ = ablation.table(record, ["plain", "expert-members"])
     assert "| plain | not run |" in lines[3]
     assert lines[4].startswith("| expert-members | **0.700** (7/10) |") and "| 7 / 0, p = 0.0156 |" in lines[4]
+    assert "| 25% of 4 |" in lines[2]  # BC's step accuracy, then the arm's, paired state by state with BC's
+    assert "| 75% of 4 (3 / 1, p = 0.625) |" in lines[4]
     ablation.run_arm(root, "expert-members", base, record, quiet=True)  # recorded: nothing runs
     ablation.ensure_bc(root, base, record, quiet=True)  # the same adapter: goes on
     (adapter / "adapter_model.safetensors").write_bytes(b"other BC weights")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 
@@ -15,7 +16,7 @@ from webr1_kit.observation import Observation
 from webr1_kit.tasks import Task
 from webr1_kit.models import attach_lora, build_tiny_model, embedded_path
 from webr1_kit.policy import LLMPolicy
-from webr1_kit.sft import examples, train_sft
+from webr1_kit.sft import examples, step_accuracy, train_sft
 from webr1_kit.training import make_optimizer, think_mask, token_logprobs
 from webr1_kit.trajectory import Packed, Trajectory, TrajectoryGroup, Turn
 
@@ -424,6 +425,51 @@ def test_sft_examples_use_the_rollout_prompt_and_train_only_the_response(tokeniz
     assert target.startswith("<answer>") and "Click buy." not in target
     history = tokenizer.decode([t for t, m in zip(answers[1].input_ids, answers[1].loss_mask) if not m])
     assert "Click buy." not in history and '<answer>do(action="Click", element="3")</answer>' in history
+
+
+def test_step_accuracy_scores_greedy_answers_at_the_demonstrations_states_against_the_experts_actions(tokenizer):
+    """Every demonstration state is asked once, with BC's prompt, greedy; the answers are
+    scored by the step-reward rule. The model's answers are scripted here (a random model
+    writes no actions): what is checked is which prompts are asked and how answers count."""
+    from webr1_kit.actions import describe, parse_action
+    from webr1_kit.generation import Completion
+
+    policy = make_policy(tokenizer)
+    demos = [demo(3), demo(5)]
+    for d in demos:
+        d.meta["template"] = "shop.buy"
+        for t in d.turns:
+            t.action = describe(parse_action(t.response))
+    bc_prompts = [[t for t, m in zip(ex.input_ids, ex.loss_mask) if not m] for ex in examples(policy, demos)]
+    answers = {  # per state (demo 3's two turns, then demo 5's): right, right exit, wrong element, no action
+        0: '<think>x</think><answer>do(action="Click", element="3")</answer>',
+        1: '<think>x</think><answer>exit(message="other words")</answer>',
+        2: '<think>x</think><answer>do(action="Click", element="9")</answer>',
+        3: "I would click it",
+    }
+    asked, temperatures = [], []
+
+    async def scripted(ids, seed=0):
+        asked.append(list(ids))
+        temperatures.append(policy.generator.cfg.temperature)
+        k = next(i for i, p in enumerate(bc_prompts) if p == list(ids))
+        return Completion(ids=[1], text=answers[k], logprobs=[0.0], finish="stop")
+
+    policy.generator.generate = scripted
+    got = asyncio.run(step_accuracy(policy, demos))
+    assert sorted(asked) == sorted(bc_prompts) and len(asked) == 4
+    assert temperatures == [0.0] * 4 and policy.generator.cfg.temperature == policy.sampling.temperature
+    # right: 1; exit: 1 (its message is the answer); wrong element: (valid 1 + type 1 + element 0) / 3; no action: 0
+    assert got["states"] == 4 and got["valid"] == 0.75 and got["exact"] == 0.5
+    assert got["score"] == pytest.approx((1 + 1 + 2 / 3 + 0) / 4)
+    assert got["per_template"] == {"shop.buy": [2, 4]}
+    assert got["outcomes"] == [["t3", 0, 0, 1.0], ["t3", 0, 1, 1.0], ["t5", 0, 0, pytest.approx(2 / 3)], ["t5", 0, 1, 0.0]]
+    asked.clear()
+    two = asyncio.run(step_accuracy(policy, demos, n_states=2, seed=1))
+    assert two["states"] == 2 and len(asked) == 2  # only the drawn states are asked
+    assert two == asyncio.run(step_accuracy(policy, demos, n_states=2, seed=1))  # the same draw every time
+    with pytest.raises(ValueError, match="no demonstration turns"):
+        asyncio.run(step_accuracy(policy, []))
 
 
 def test_sft_loss_falls_on_a_tiny_dataset(tokenizer, tmp_path):

@@ -18,7 +18,7 @@ import random
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from .config import PromptConfig, SFTConfig, to_dict
 from .observation import Observation
@@ -40,20 +40,87 @@ def examples(policy: TrainablePolicy, demos: Iterable[Trajectory], prompt: Promp
     With the thinking format off (`prompt.think=False`, the ablation), the demonstrations'
     <think> parts are dropped from the targets and from the history, so the model is
     cloned into the format its prompt asks for."""
-    prompt = prompt or policy.prompt
     tok = policy.tokenizer
     out = []
+    for traj, j, ids in demo_prompts(policy, demos, prompt):
+        target = tok.encode(traj.turns[j].response, add_special_tokens=False) + [tok.eos_token_id]
+        ex = Packed()
+        ex.add(ids, trained=False)
+        ex.add(target, trained=True, turn=j)
+        out.append(apply_think_mask(tok, ex, train_think))
+    return out
+
+
+def demo_prompts(policy: TrainablePolicy, demos: Iterable[Trajectory],
+                 prompt: PromptConfig | None = None) -> Iterator[tuple[Trajectory, int, list[int]]]:
+    """(demonstration, turn j, prompt ids) for every demonstration turn: the prompt the
+    policy reads at that state, with the expert's turns before it as the history.
+
+    With the thinking format off (`prompt.think=False`, the ablation), the demonstrations'
+    <think> parts are dropped from their responses and so from the history."""
+    prompt = prompt or policy.prompt
     if not prompt.think:
         demos = [replace(t, turns=[replace(u, response=strip_think(u.response)) for u in t.turns]) for t in demos]
     for traj in demos:
         for j, turn in enumerate(traj.turns):
-            p = build_prompt(tok, traj.intent, traj.turns[:j], Observation.from_dict(turn.observation), prompt)
-            target = tok.encode(turn.response, add_special_tokens=False) + [tok.eos_token_id]
-            ex = Packed()
-            ex.add(p.ids, trained=False)
-            ex.add(target, trained=True, turn=j)
-            out.append(apply_think_mask(tok, ex, train_think))
-    return out
+            p = build_prompt(policy.tokenizer, traj.intent, traj.turns[:j], Observation.from_dict(turn.observation),
+                             prompt)
+            yield traj, j, p.ids
+
+
+async def step_accuracy(policy: TrainablePolicy, demos: Sequence[Trajectory], strict: bool = True,
+                        n_states: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """How often the policy, greedy, does what the expert did, at every state of `demos`
+    (the step accuracy of offline web-agent benchmarks such as Mind2Web).
+
+    Each state is given as BC sees it (the expert's own turns as the history), so every
+    policy is judged on the same states whatever it would have done before them. A response
+    is read as the rollouts read it (`strict`: `EnvConfig.action_format == "strict"`) and
+    scored by `guidance.step_score` against the expert's action there. Held-out success is
+    all-or-nothing over a whole episode; this says whether training moved single decisions
+    towards the expert's where no episode succeeds yet.
+
+    `n_states`: score at most this many states, drawn with `seed` (the same ones for every
+    policy given the same demonstrations): each costs about a greedy turn of an evaluation.
+
+    Returns {"states", "valid" (share of responses holding an action), "exact" (share with
+    step score 1: right type, element and text), "score" (mean step score), "per_template":
+    {template: [exact, states]}, "outcomes": [[task_id, page seed, turn, step score], ...]
+    (for paired comparisons between policies)}."""
+    import asyncio
+
+    from .actions import ActionError, describe, parse_action
+    from .guidance import step_score
+    from .trajectory import Turn
+
+    states = list(demo_prompts(policy, demos))
+    if not states:
+        raise ValueError("no demonstration turns to score the policy on")
+    if n_states is not None and len(states) > n_states:
+        states = [states[i] for i in sorted(random.Random(seed).sample(range(len(states)), n_states))]
+    with policy.evaluating(0.0):
+        policy.running(len(states))
+        outs = await asyncio.gather(*(policy.generator.generate(ids, seed=i) for i, (_, _, ids) in enumerate(states)))
+    valid = exact = 0
+    score = 0.0
+    per_template: dict[str, list[int]] = {}
+    outcomes = []
+    for (traj, j, _), out in zip(states, outs):
+        try:
+            mine = describe(parse_action(out.text, strict=strict))
+        except ActionError:
+            mine = None
+        s = step_score(Turn(observation={}, response=out.text, action=mine, expert=traj.turns[j].action)) or 0.0
+        valid += mine is not None
+        exact += s == 1.0
+        score += s
+        c = per_template.setdefault(traj.meta.get("template", traj.task_id), [0, 0])
+        c[0] += s == 1.0
+        c[1] += 1
+        outcomes.append([traj.task_id, traj.seed, j, s])
+    n = len(states)
+    return {"states": n, "valid": valid / n, "exact": exact / n, "score": score / n, "per_template": per_template,
+            "outcomes": outcomes}
 
 
 def train_sft(policy: TrainablePolicy, demos: list[Trajectory], cfg: SFTConfig | None = None, out: str | Path | None = None,
