@@ -68,15 +68,16 @@ def demo_prompts(policy: TrainablePolicy, demos: Iterable[Trajectory],
             yield traj, j, p.ids
 
 
-async def step_accuracy(policy: TrainablePolicy, demos: Sequence[Trajectory], strict: bool = True,
+async def step_accuracy(policy: TrainablePolicy, demos: Sequence[Trajectory], strict: bool = False,
                         n_states: int | None = None, seed: int = 0) -> dict[str, Any]:
     """How often the policy, greedy, does what the expert did, at every state of `demos`
     (the step accuracy of offline web-agent benchmarks such as Mind2Web).
 
     Each state is given as BC sees it (the expert's own turns as the history), so every
     policy is judged on the same states whatever it would have done before them. A response
-    is read as the rollouts read it (`strict`: `EnvConfig.action_format == "strict"`) and
-    scored by `guidance.step_score` against the expert's action there. Held-out success is
+    is read as the rollouts read it (`strict`: `EnvConfig.action_format == "strict"`; the
+    default reads leniently, as EnvConfig does) and scored by `guidance.step_score` against
+    the expert's action there. Held-out success is
     all-or-nothing over a whole episode; this says whether training moved single decisions
     towards the expert's where no episode succeeds yet.
 
