@@ -13,8 +13,8 @@ adapter, and runs only M-GRPO and the RL policy's evaluation. Arms run one after
 in its own process; one that stopped resumes (every step is a checkpoint).
 
 An arm takes one to two hours on a 2-core CPU (6 steps) and about 40 minutes more for its
-held-out evaluation, so the table is filled over several runs, not necessarily on one machine: BC's evaluation and each finished arm are recorded in the --record
-folder (figures, the held-out episodes' outcomes, the config, the SHA-256 of the BC adapter),
+held-out evaluation, so the table is filled over several runs, not necessarily on one machine:
+BC's evaluation and each finished arm are recorded in the --record folder (figures, the held-out episodes' outcomes, the config, the SHA-256 of the BC adapter),
 and what is recorded there is not run again. A later run on a fresh machine trains BC again
 (`--until sft`) and refuses to go on if the adapter's SHA-256 differs from the recorded one,
 since its arms would not be paired with the recorded ones. BC from one config gives the same
@@ -34,7 +34,7 @@ accuracy says whether training moved single decisions: each policy, greedy, at t
 states of the scripted expert's own held-out episodes (drawn once from ROOT/heldout-expert.jsonl,
 the evaluation's pages), scored against the expert's action there (`sft.step_accuracy`), paired
 with BC state by state. It is measured when an arm (or BC) is recorded, or added to a record
-that lacks it while its adapter is still in ROOT (about 10 minutes for each policy).
+that lacks it while its adapter is still in ROOT (about 8 minutes for each policy).
 For the arms that ask the expert at every turn (step rewards, departure credit), a second table
 gives, per template, how often the scripted expert could name its action from the state the
 policy reached.
@@ -116,7 +116,6 @@ def ensure_bc(root: Path, base: dict, record: Path, quiet: bool) -> None:
         demo(root, "bc", base, quiet, "--until", until)
     if bc is None:
         write_bc_record(root, record)
-        add_step_accuracy(root, "bc", record)
     elif bc["bc_adapter_sha256"] != bc_sha256(root):
         raise SystemExit(f"the BC adapter in {root / 'bc'} (SHA-256 {bc_sha256(root)[:16]}...) is not the one the "
                          f"arms recorded in {record} continued ({bc['bc_adapter_sha256'][:16]}...), so new arms would "
@@ -239,24 +238,22 @@ def arm_row(root: Path, name: str) -> dict:
     }
 
 
-def paired(bc: dict, arm: dict) -> dict:
-    """The arm's held-out episodes against BC's, episode by episode (`compare_paired`)."""
+def paired(before: list[dict], after: list[dict]) -> dict:
+    """Recorded outcomes ({"task_id", "seed", "reward", "status"} each) compared one by one
+    (`compare_paired`): an arm's held-out episodes against BC's, or its step-accuracy states."""
     from webr1_kit.stats import compare_paired
     from webr1_kit.trajectory import Trajectory
 
-    def episodes(rec: dict) -> list:
+    def episodes(outcomes: list[dict]) -> list:
         return [Trajectory(task_id=o["task_id"], intent="", seed=o["seed"], reward=o["reward"], status=o["status"])
-                for o in rec["outcomes"]]
+                for o in outcomes]
 
-    return compare_paired(episodes(bc), episodes(arm))
+    return compare_paired(episodes(before), episodes(after))
 
 
 def steps(rec: dict, bc: dict | None) -> str:
     """The table's step accuracy cell: exact matches of the expert's action at the held-out
     states, and against BC (when given) the states newly right and newly wrong, exact McNemar p."""
-    from webr1_kit.stats import compare_paired
-    from webr1_kit.trajectory import Trajectory
-
     acc = rec.get("step_accuracy")
     if acc is None:
         return "not measured"
@@ -264,11 +261,11 @@ def steps(rec: dict, bc: dict | None) -> str:
     if bc is None or bc.get("step_accuracy") is None:
         return cell
 
-    def states(a: dict) -> list:
-        return [Trajectory(task_id=f"{task}#{turn}", intent="", seed=seed, reward=float(score == 1.0), status="done")
+    def states(a: dict) -> list[dict]:  # a state is "right" when its step score is 1
+        return [{"task_id": f"{task}#{turn}", "seed": seed, "reward": float(score == 1.0), "status": "done"}
                 for task, seed, turn, score in a["outcomes"]]
 
-    c = compare_paired(states(bc["step_accuracy"]), states(acc))
+    c = paired(states(bc["step_accuracy"]), states(acc))
     return f"{cell} ({c['gained']} / {c['lost']}, p = {c['p_value']:.3g})"
 
 
@@ -318,7 +315,7 @@ def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
         if r["bc_adapter_sha256"] != bc["bc_adapter_sha256"]:
             raise SystemExit(f"{n} is recorded as continuing another BC adapter than {record / 'bc.json'}")
         lo, hi = r["ci95"]
-        c = r["vs_bc"] = paired(bc, r)
+        c = r["vs_bc"] = paired(bc["outcomes"], r["outcomes"])
         sig = "–" if r["signal_share"] is None else f"{100 * r['signal_share']:.0f}%"
         lines.append(f"| {n} | **{r['success']:.3f}** ({r['solved']}/{r['episodes']}) | {lo:.3f} – {hi:.3f} "
                      f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g} | {100 * r['invalid_action_rate']:.0f}% "
