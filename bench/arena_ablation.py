@@ -13,31 +13,32 @@ adapter, and runs only M-GRPO and the RL policy's evaluation. Arms run one after
 in its own process; one that stopped resumes (every step is a checkpoint).
 
 An arm takes one to two hours on a 2-core CPU (6 steps) and about 40 minutes more for its
-held-out evaluation, so the table is filled over several runs, not necessarily on one machine:
-BC's evaluation and each finished arm are recorded in the --record folder (figures, the held-out episodes' outcomes, the config, the SHA-256 of the BC adapter),
-and what is recorded there is not run again. A later run on a fresh machine trains BC again
-(`--until sft`) and refuses to go on if the adapter's SHA-256 differs from the recorded one,
-since its arms would not be paired with the recorded ones. BC from one config gives the same
-adapter in every process (the seeds fix the demonstrations, what the agent reads of them and
-LoRA dropout's masks: two processes gave byte-identical adapters), so the check guards against a change of
-kit or config, not against chance.
+held-out evaluation (not run for an arm that ended with BC's adapter byte for byte, whose
+episodes are BC's: see `unchanged`), so the table is filled over several runs, not
+necessarily on one machine: BC's evaluation and each finished arm are recorded in the
+--record folder (figures, the held-out episodes' outcomes, the config, the SHA-256 of the BC
+adapter), and what is recorded there is not run again. A later run on a fresh machine trains
+BC again (`--until sft`) and refuses to go on if the adapter's SHA-256 differs from the
+recorded one, since its arms would not be paired with the recorded ones. BC from one config
+gives the same adapter in every process (the seeds fix the demonstrations, what the agent
+reads of them and LoRA dropout's masks: two processes gave byte-identical adapters), so the
+check guards against a change of kit or config, not against chance.
 
 After the arms (or alone, with --table) it prints the Markdown table of the recorded arms that
-BENCHMARKS.md quotes: per arm,
-held-out success with its 95% interval, the paired comparison with BC on the same tasks
-(newly solved, newly failed, exact McNemar p), the share of M-GRPO's groups with a learning
-signal (any non-zero advantage, after expert members and step rewards), the policy's own
-success during training (its episodes before any expert took a place), what the guidance
-used, and the wall time of M-GRPO (rollouts and updates, summed over steps, so resumes add up).
-Held-out success is all-or-nothing over an episode; where no arm solves any, the table's step
-accuracy says whether training moved single decisions: each policy, greedy, at the same 60
-states of the scripted expert's own held-out episodes (drawn once from ROOT/heldout-expert.jsonl,
-the evaluation's pages), scored against the expert's action there (`sft.step_accuracy`), paired
-with BC state by state. It is measured when an arm (or BC) is recorded, or added to a record
-that lacks it while its adapter is still in ROOT (about 8 minutes for each policy).
-For the arms that ask the expert at every turn (step rewards, departure credit), a second table
-gives, per template, how often the scripted expert could name its action from the state the
-policy reached.
+BENCHMARKS.md quotes: per arm, held-out success with its 95% interval, the paired comparison
+with BC on the same tasks (newly solved, newly failed, exact McNemar p), the share of M-GRPO's
+groups with a learning signal (any non-zero advantage, after expert members and step rewards),
+the policy's own success during training (its episodes before any expert took a place), what
+the guidance used, and the wall time of M-GRPO (rollouts and updates, summed over steps, so
+resumes add up). Held-out success is all-or-nothing over an episode; where no arm solves any,
+the table's step accuracy says whether training moved single decisions: each policy, greedy,
+at the same 60 states of the scripted expert's own held-out episodes (drawn once from
+ROOT/heldout-expert.jsonl, the evaluation's pages), scored against the expert's action there
+(`sft.step_accuracy`), paired with BC state by state. It is measured when an arm (or BC) is
+recorded, or added to a record that lacks it while its adapter is still in ROOT (about 8
+minutes for each policy). For the arms that ask the expert at every turn (step rewards,
+departure credit), a second table gives, per template, how often the scripted expert could
+name its action from the state the policy reached.
 """
 
 from __future__ import annotations
@@ -131,10 +132,23 @@ def run_arm(root: Path, name: str, base: dict, record: Path, quiet: bool) -> Non
     else:
         if not (root / name / "stages" / "eval-rl.json").is_file():
             ensure_bc(root, base, record, quiet)
-            demo(root, name, arm_config(name, base), quiet, "--until", "eval-rl", "--bc-from", str(root / "bc"))
+            for until in ("rl", "eval-rl"):  # a finished stage is not run again
+                if until == "eval-rl" and unchanged(root, name):
+                    break  # BC's weights: its greedy evaluation would replay BC's episodes
+                demo(root, name, arm_config(name, base), quiet, "--until", until, "--bc-from", str(root / "bc"))
         write_record(root, name, base, record)
     for policy in ("bc", name):
         add_step_accuracy(root, policy, record)
+
+
+def unchanged(root: Path, name: str) -> bool:
+    """Whether the arm ended with BC's adapter byte for byte (M-GRPO trained no token). Its
+    held-out evaluation and step accuracy would then be BC's, episode for episode and state
+    for state (greedy decoding, the same tasks, seeds and lockstep batches: the plain arm's
+    evaluation, run in full, matched BC's episode for episode), so they are taken from BC's
+    record instead of being run again (about 48 minutes on 2 cores)."""
+    f = adapter_of(root, name) / "adapter_model.safetensors"
+    return f.is_file() and hashlib.sha256(f.read_bytes()).hexdigest() == bc_sha256(root)
 
 
 def adapter_of(root: Path, name: str) -> Path:
@@ -207,26 +221,33 @@ def write_bc_record(root: Path, record: Path) -> None:
 def write_record(root: Path, name: str, base: dict, record: Path) -> None:
     """ROOT/ARM's figures, episodes and config into RECORD/ARM.json."""
     record.mkdir(parents=True, exist_ok=True)
-    row = {**arm_row(root, name), "config": arm_config(name, base), "bc_adapter_sha256": bc_sha256(root),
-           "recorded": time.strftime("%Y-%m-%d", time.gmtime()), "coverage": coverage(root, name),
-           "outcomes": outcomes(root / name / "eval" / "rl.jsonl")}
+    if unchanged(root, name) and not (root / name / "stages" / "eval-rl.json").is_file():
+        bc = read_record(record, "bc")
+        held_out = {k: bc[k] for k in ("success", "episodes", "ci95", "invalid_action_rate", "infra_failures",
+                                       "outcomes", "step_accuracy") if k in bc}
+        held_out |= {"solved": round(bc["success"] * bc["episodes"]), "evaluated_as": "bc"}
+    else:
+        m = json.loads((root / name / "stages" / "eval-rl.json").read_text())["metrics"]
+        held_out = {"success": m["success_rate"], "solved": round(m["success_rate"] * m["evaluated"]),
+                    "episodes": m["evaluated"], "ci95": m["success_ci95"],
+                    "invalid_action_rate": m["invalid_action_rate"], "infra_failures": m["infra_failures"],
+                    "outcomes": outcomes(root / name / "eval" / "rl.jsonl")}
+    row = {"arm": name, "switches": ARMS.get(name, {}), **held_out, **training(root, name),
+           "config": arm_config(name, base), "bc_adapter_sha256": bc_sha256(root),
+           "recorded": time.strftime("%Y-%m-%d", time.gmtime()), "coverage": coverage(root, name)}
     (record / f"{name}.json").write_text(json.dumps(row, indent=1) + "\n")
     print(f"{name}: recorded in {record / (name + '.json')}", file=sys.stderr)
 
 
-def arm_row(root: Path, name: str) -> dict:
-    """One evaluated arm's figures from its run directory."""
+def training(root: Path, name: str) -> dict:
+    """An arm's M-GRPO figures from its run directory."""
     out = root / name
-    m = json.loads((out / "stages" / "eval-rl.json").read_text())["metrics"]
     steps = [json.loads(x) for x in (out / "rl" / "metrics.jsonl").read_text().splitlines() if x.strip()]
     steps = [r for r in steps if r.get("phase") == "train"]
     signal = [1 - r["equal_reward_frac"] for r in steps if r.get("equal_reward_frac") is not None]
     own = [(r["first_draw_success"] or 0.0, r["first_draw_episodes"] or 0) for r in steps]
     return {
-        "arm": name, "switches": ARMS.get(name, {}),
-        "success": m["success_rate"], "solved": round(m["success_rate"] * m["evaluated"]), "episodes": m["evaluated"],
-        "ci95": m["success_ci95"], "invalid_action_rate": m["invalid_action_rate"],
-        "infra_failures": m["infra_failures"], "steps": len(steps),
+        "steps": len(steps),
         "signal_share": sum(signal) / len(signal) if signal else None,
         "own_success": sum(s * n for s, n in own) / max(1, sum(n for _, n in own)),
         "expert_members": sum(r.get("expert_members", 0) for r in steps),
@@ -316,9 +337,10 @@ def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
             raise SystemExit(f"{n} is recorded as continuing another BC adapter than {record / 'bc.json'}")
         lo, hi = r["ci95"]
         c = r["vs_bc"] = paired(bc["outcomes"], r["outcomes"])
+        same = " (BC's weights: BC's episodes)" if r.get("evaluated_as") == "bc" else ""
         sig = "–" if r["signal_share"] is None else f"{100 * r['signal_share']:.0f}%"
         lines.append(f"| {n} | **{r['success']:.3f}** ({r['solved']}/{r['episodes']}) | {lo:.3f} – {hi:.3f} "
-                     f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g} | {100 * r['invalid_action_rate']:.0f}% "
+                     f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g}{same} | {100 * r['invalid_action_rate']:.0f}% "
                      f"| {steps(r, bc)} | {sig} | {r['own_success']:.3f} | {r['expert_members']} / {r['hinted_episodes']} / "
                      f"{r['prefix_turns']} | {r['tokens_trained']} | {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
     for n in names:

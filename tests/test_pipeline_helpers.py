@@ -238,3 +238,39 @@ def test_the_arena_ablation_tabulates_recorded_arms_paired_with_bc_and_keeps_the
     (record / "expert-members.json").write_text(json.dumps({**row, "config": ablation.arm_config("hints", base)}))
     with pytest.raises(SystemExit, match="recorded in .* with another config"):
         ablation.run_arm(root, "expert-members", base, record, quiet=True)
+
+
+def test_an_arm_that_kept_bcs_adapter_is_recorded_with_bcs_evaluation(tmp_path):
+    """An arm whose M-GRPO trained no token ends with BC's adapter byte for byte; the driver
+    records BC's held-out episodes and step accuracy for it instead of evaluating again, and
+    says so in the table. Any other adapter is not taken for BC's."""
+    import hashlib
+
+    ablation = arena_ablation()
+    base = json.loads(ablation.BASE.read_text())
+    record, root = tmp_path / "record", tmp_path / "root"
+    for adapter in (root / "bc" / "sft" / "adapter", root / "curriculum" / "rl" / "adapter"):
+        adapter.mkdir(parents=True)
+        (adapter / "adapter_model.safetensors").write_bytes(b"the BC weights")
+    steps = [{"phase": "train", "equal_reward_frac": 1.0, "first_draw_success": 0.0, "first_draw_episodes": 16,
+              "tokens_trained": 0, "rollout_s": 300.0, "update_s": 0.0}] * 2
+    (root / "curriculum" / "rl" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
+    bc_outcomes = [{"task_id": f"arena/t/{i}", "seed": 0, "status": "truncated", "reward": 0.0, "turns": 8,
+                    "invalid_actions": 3} for i in range(5)]
+    accuracy = {"states": 2, "exact": 0.5, "outcomes": [["arena/t/0", 0, 1, 1.0], ["arena/t/1", 0, 2, 0.0]]}
+    record.mkdir()
+    (record / "bc.json").write_text(json.dumps({
+        "bc_adapter_sha256": hashlib.sha256(b"the BC weights").hexdigest(), "success": 0.0, "episodes": 5,
+        "ci95": [0.0, 0.43], "invalid_action_rate": 0.4, "infra_failures": 0, "outcomes": bc_outcomes,
+        "step_accuracy": accuracy}))
+    assert ablation.unchanged(root, "curriculum")
+    ablation.write_record(root, "curriculum", base, record)
+    rec = json.loads((record / "curriculum.json").read_text())
+    assert rec["evaluated_as"] == "bc" and rec["outcomes"] == bc_outcomes and rec["step_accuracy"] == accuracy
+    assert (rec["solved"], rec["episodes"], rec["steps"], rec["tokens_trained"], rec["rl_minutes"]) == (0, 5, 2, 0, 10.0)
+    assert rec["signal_share"] == 0.0 and rec["config"] == ablation.arm_config("curriculum", base)
+    lines, _ = ablation.table(record, ["curriculum"])
+    assert "| 0 / 0, p = 1 (BC's weights: BC's episodes) |" in lines[3]
+    assert "| 50% of 2 (0 / 0, p = 1) |" in lines[3]
+    (root / "curriculum" / "rl" / "adapter" / "adapter_model.safetensors").write_bytes(b"trained weights")
+    assert not ablation.unchanged(root, "curriculum")
