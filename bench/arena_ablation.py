@@ -205,16 +205,21 @@ def outcomes(path: Path) -> list[dict]:
              "turns": len(t.turns), "invalid_actions": t.invalid_actions} for t in read_jsonl(path)]
 
 
+def evaluation(run: Path, policy: str) -> dict:
+    """A run's held-out evaluation of its "bc" or "rl" policy: the figures and the episodes."""
+    m = json.loads((run / "stages" / f"eval-{policy}.json").read_text())["metrics"]
+    return {"success": m["success_rate"], "solved": round(m["success_rate"] * m["evaluated"]),
+            "episodes": m["evaluated"], "ci95": m["success_ci95"], "invalid_action_rate": m["invalid_action_rate"],
+            "infra_failures": m["infra_failures"], "outcomes": outcomes(run / "eval" / f"{policy}.jsonl")}
+
+
 def write_bc_record(root: Path, record: Path) -> None:
     """BC's training and held-out evaluation into RECORD/bc.json."""
     record.mkdir(parents=True, exist_ok=True)
-    m = json.loads((root / "bc" / "stages" / "eval-bc.json").read_text())["metrics"]
     (record / "bc.json").write_text(json.dumps({
         "bc_adapter_sha256": bc_sha256(root), "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
         "sft": json.loads((root / "bc" / "stages" / "sft.json").read_text()),
-        "success": m["success_rate"], "episodes": m["evaluated"], "ci95": m["success_ci95"],
-        "invalid_action_rate": m["invalid_action_rate"], "infra_failures": m["infra_failures"],
-        "outcomes": outcomes(root / "bc" / "eval" / "bc.jsonl")}, indent=1) + "\n")
+        **evaluation(root / "bc", "bc")}, indent=1) + "\n")
     print(f"bc: recorded in {record / 'bc.json'}", file=sys.stderr)
 
 
@@ -227,11 +232,7 @@ def write_record(root: Path, name: str, base: dict, record: Path) -> None:
                                        "outcomes", "step_accuracy") if k in bc}
         held_out |= {"solved": round(bc["success"] * bc["episodes"]), "evaluated_as": "bc"}
     else:
-        m = json.loads((root / name / "stages" / "eval-rl.json").read_text())["metrics"]
-        held_out = {"success": m["success_rate"], "solved": round(m["success_rate"] * m["evaluated"]),
-                    "episodes": m["evaluated"], "ci95": m["success_ci95"],
-                    "invalid_action_rate": m["invalid_action_rate"], "infra_failures": m["infra_failures"],
-                    "outcomes": outcomes(root / name / "eval" / "rl.jsonl")}
+        held_out = evaluation(root / name, "rl")
     row = {"arm": name, "switches": ARMS.get(name, {}), **held_out, **training(root, name),
            "config": arm_config(name, base), "bc_adapter_sha256": bc_sha256(root),
            "recorded": time.strftime("%Y-%m-%d", time.gmtime()), "coverage": coverage(root, name)}
