@@ -254,7 +254,10 @@ def training(root: Path, name: str) -> dict:
         "expert_members": sum(r.get("expert_members", 0) for r in steps),
         "expert_skipped": sum(r.get("expert_skipped", 0) for r in steps),
         "hinted_episodes": sum(r.get("hinted_episodes", 0) for r in steps),
+        "hinted_successes": sum(r.get("hinted_successes", 0) for r in steps),
+        "hint_followed": [r.get("hint_followed") for r in steps if "hint_followed" in r],
         "prefix_turns": sum(r.get("prefix_turns", 0) for r in steps),
+        "prefix_successes": sum(r.get("prefix_successes", 0) for r in steps),
         "tokens_trained": sum(r.get("tokens_trained", 0) for r in steps),
         "rl_minutes": sum(r.get("rollout_s", 0) + r.get("update_s", 0) for r in steps) / 60,
     }

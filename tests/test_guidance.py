@@ -12,8 +12,8 @@ import torch
 
 from webr1_kit.config import GRPOConfig
 from webr1_kit.grpo import build_batch, group_advantages
-from webr1_kit.guidance import (ExpertVoice, GuidedPolicy, add_expert_members, check_expert_config, is_expert,
-                                make_actor, pick_groups, score, step_score, turn_advantages)
+from webr1_kit.guidance import (ExpertVoice, GuidedPolicy, add_expert_members, check_expert_config, guided_stats,
+                                is_expert, make_actor, pick_groups, score, step_score, turn_advantages)
 from webr1_kit.observation import Observation
 from webr1_kit.prompt import build_prompt
 from webr1_kit.rollout import Job, rollout, run_jobs
@@ -158,6 +158,7 @@ async def test_a_hinted_turn_is_generated_with_the_hint_and_recorded_without_it(
     plain = build_prompt(tokenizer, traj.intent, [], Observation.from_dict(turn.observation), policy.prompt)
     assert turn.prompt_ids == plain.ids and "Hint:" not in tokenizer.decode(turn.prompt_ids)  # training does not
     assert turn.logprobs == pytest.approx(score(policy, plain.ids, turn.completion_ids), abs=1e-6)
+    assert f'Hint: a good next action is {turn.expert["text"]}' in fed  # the hint is kept with the turn
     await policy.act(task, traj.intent, Observation.from_dict(turn.observation), [], seed=5)
     assert spy.seeds[1] == spy.seeds[0]  # sampled at the seed the unhinted turn would have had
 
@@ -208,7 +209,8 @@ def test_m_grpo_trains_on_groups_the_policy_never_solves_once_experts_join_them(
     assert len(replaced) == 2
     # Hinted episodes are logged apart from the policy's unaided ones.
     assert rows["hints"]["hinted_episodes"] == 4 and rows["hints"]["hinted_turns"] >= 4
-    assert rows["hints"]["expert_misses"] == 0
+    assert rows["hints"]["expert_misses"] == 0 and rows["hints"]["hinted_successes"] == 0
+    assert 0.0 <= rows["hints"]["hint_followed"] <= 1.0
     assert rows["hints"]["first_draw_success"] is None and rows["hints"]["episodes"] == 0
     hinted = [json.loads(x) for x in (tmp_path / "hints" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
     assert all(t["meta"]["hinted"] for t in hinted) and "expert_members" not in rows["hints"]
@@ -267,6 +269,29 @@ def test_step_scores_count_the_checks_that_match_the_experts_action():
     no_answer = expert_turn(("Click", 4), ("Click", 4))
     no_answer.expert = None
     assert step_score(no_answer) is None
+
+
+def test_guided_stats_count_the_guided_episodes_their_successes_and_the_hints_taken():
+    from webr1_kit.trajectory import Trajectory
+
+    def episode(*turns, reward=0.0, **meta):
+        return Trajectory("miniwob/x", "i", 0, turns=list(turns), reward=reward, status="done", meta=meta)
+
+    took, missed = expert_turn(("Click", 4), ("Click", 4)), expert_turn(("Click", 5), ("Click", 4))
+    unhinted = expert_turn(("Click", 5), ("Click", 4))
+    unhinted.expert = None  # the expert had no hint for this state
+    prefix = expert_turn(("Click", 4), ("Click", 4), trained=False)
+    groups = [TrajectoryGroup("miniwob/x", [
+        episode(took, missed, unhinted, reward=1.0, hinted=True),
+        episode(missed, hinted=True),
+        episode(prefix, took, reward=1.0),
+        episode(took),  # the policy's own, watched for step rewards: not a hinted turn
+        episode(took, reward=1.0, hinted=True, expert=True),  # an expert member is not the policy's
+    ])]
+    assert guided_stats(groups) == {"hinted_episodes": 2, "hinted_successes": 1, "hint_followed": pytest.approx(1 / 3),
+                                    "prefix_episodes": 1, "prefix_successes": 1}
+    none = guided_stats([TrajectoryGroup("miniwob/x", [episode(took)])])
+    assert none["hint_followed"] is None and none["hinted_episodes"] == 0
 
 
 def test_step_rewards_and_departure_credit_give_the_documented_turn_advantages(tokenizer):

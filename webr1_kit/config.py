@@ -482,13 +482,15 @@ class GRPOConfig:
     the response, and training scores it on the prompt without the hint
     (`guidance.GuidedPolicy`), so the group compares hinted successes with unhinted
     failures. 0 is the paper's. Needs an expert for every training task. Logged as
-    `hinted_episodes`, `hinted_turns` and `expert_misses` (states the expert had no answer for)."""
+    `hinted_episodes`, `hinted_successes`, `hint_followed` (the share of hinted turns whose
+    action was the hint), `hinted_turns` and `expert_misses` (states the expert had no answer for)."""
 
     prefix_max: int = 0
     """Expert prefix starts: the scripted expert plays the first k turns of each group's
     episodes (k drawn per group and step from 0..prefix_max) and the policy the rest, so it
     practises the last steps of a task first (a reverse curriculum). The prefix turns are
-    context, never trained. 0 is the paper's. Logged as `prefix_turns`."""
+    context, never trained. 0 is the paper's. Logged as `prefix_turns`, `prefix_episodes`
+    and `prefix_successes`."""
 
     step_reward_coef: float = 0.0
     """Weight λ of step rewards: each turn the policy plays is scored against the expert's

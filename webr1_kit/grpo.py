@@ -101,8 +101,8 @@ under CPU bfloat16 autocast, mean 0.015 (max 0.17) over 195 tokens of four ~800-
 prompts; a vLLM server in float32, mean 6e-6 (max 2e-5); in bfloat16, about 0.04. In
 float32 the kit's generator agrees within 1e-4 (tests/test_training.py)."""
 from .errors import InfraWarning
-from .guidance import (ExpertMembers, GuidedPolicy, add_expert_members, check_expert_config, guided, make_actor,
-                       turn_advantages)
+from .guidance import (ExpertMembers, GuidedPolicy, add_expert_members, check_expert_config, guided, guided_stats,
+                       make_actor, turn_advantages)
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
@@ -596,8 +596,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
                    "equal_reward_frac": batch.equal_groups / batch.groups if batch.groups else None,
                    "rerolled_groups": len(rerolled),
                    **({"expert_members": experts.inserted, "expert_skipped": experts.skipped} if experts_on else {}),
-                   **({"hinted_episodes": sum(bool(t.meta.get("hinted")) for g in groups for t in g.trajectories),
-                       **actor.counts} if isinstance(actor, GuidedPolicy) else {}),
+                   **({**guided_stats(groups), **actor.counts} if isinstance(actor, GuidedPolicy) else {}),
                    **stats, "lr": lr, "rollout_s": rollout_s, "update_s": time.perf_counter() - t1}
             run.log(row)
             if bar is not None:

@@ -175,7 +175,8 @@ class GuidedPolicy:
       (k drawn per group, 0..prefix_max), as context the policy reads but is not trained
       on (`Turn.trained` False), so the policy practises the last steps first (departure 9);
     - `hint_rate` > 0: that share of the episodes show the expert's next action as a hint
-      in every prompt, and record the prompt without it (departures 6-8);
+      in every prompt, and record the prompt without it and the hint (`Turn.expert`), so a
+      run shows how often the policy took the hint (`guided_stats`; departures 6-8);
     - `watch`: every turn the policy plays records the expert's action at that state
       (`Turn.expert`), for step rewards and credit from the first departure.
 
@@ -240,7 +241,7 @@ class GuidedPolicy:
             response = await self._hinted(task, intent, observation, history, seed, asked[1])
         else:
             response = await self.policy.act(task, intent, observation, history, seed=seed)
-        if asked is not None and self.watch:
+        if asked is not None and (self.watch or hinted):
             response = with_(response, expert=describe(asked[1]))
         return response
 
@@ -326,6 +327,22 @@ def step_score(turn: Any) -> float | None:
     if theirs.get("argument") is not None and theirs["name"] != "exit":
         checks.append(float((mine.get("argument") or "").strip() == theirs["argument"].strip()))
     return sum(checks) / len(checks)
+
+
+def guided_stats(groups: Sequence[TrajectoryGroup]) -> dict[str, Any]:
+    """What the guided episodes of a step did, logged beside the policy's unaided ones:
+    how many were hinted or began with an expert prefix, how many of each succeeded (the
+    successes are the signal these recipes exist to create), and `hint_followed`, the share
+    of hinted turns whose action was the hinted one (None without hinted turns). A policy
+    that cannot take a hint it is shown gains nothing from hints."""
+    trajs = [t for g in groups for t in g.trajectories if not is_expert(t)]
+    hinted = [t for t in trajs if t.meta.get("hinted")]
+    prefixed = [t for t in trajs if any(not turn.trained for turn in t.turns)]
+    scores = [step_score(turn) for t in hinted for turn in t.turns]
+    scores = [s for s in scores if s is not None]
+    return {"hinted_episodes": len(hinted), "hinted_successes": sum(t.success for t in hinted),
+            "hint_followed": sum(s == 1.0 for s in scores) / len(scores) if scores else None,
+            "prefix_episodes": len(prefixed), "prefix_successes": sum(t.success for t in prefixed)}
 
 
 def first_departure(traj: Trajectory) -> int | None:
