@@ -331,10 +331,11 @@ def step_score(turn: Any) -> float | None:
 
 def guided_stats(groups: Sequence[TrajectoryGroup]) -> dict[str, Any]:
     """What the guided episodes of a step did, logged beside the policy's unaided ones:
-    how many were hinted or began with an expert prefix, how many of each succeeded (the
-    successes are the signal these recipes exist to create), and `hint_followed`, the share
-    of hinted turns whose action was the hinted one (None without hinted turns). A policy
-    that cannot take a hint it is shown gains nothing from hints."""
+    how many were hinted or began with an expert prefix, how many of each the task's verdict
+    passed (the successes these recipes exist to create; as in `success_rate`, the verdict,
+    though an episode ended by its invalid-action budget still earns 0 in training), and
+    `hint_followed`, the share of hinted turns whose action was the hinted one (None without
+    hinted turns). A policy that cannot take a hint it is shown gains nothing from hints."""
     trajs = [t for g in groups for t in g.trajectories if not is_expert(t)]
     hinted = [t for t in trajs if t.meta.get("hinted")]
     prefixed = [t for t in trajs if any(not turn.trained for turn in t.turns)]
