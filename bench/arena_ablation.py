@@ -8,8 +8,8 @@ on the same held-out test-split tasks, so every arm's comparison with BC is pair
 First BC, the start of every arm: `webr1 demo --config bench/configs/arena-ablation/base.json
 --out ROOT/bc --until eval-bc` (demonstrations, BC, BC's held-out evaluation). Each arm is the
 same config with its `grpo` switches (written to ROOT/configs/ARM.json; `plain` has none), run
-as `webr1 demo --bc-from ROOT/bc --until eval-rl`: it takes the demonstrations and the BC
-adapter, and runs only M-GRPO and the RL policy's evaluation. Arms run one after another, each
+as `webr1 demo --bc-from ROOT/bc --skip eval-bc --until eval-rl`: it takes the demonstrations
+and the BC adapter, and runs only M-GRPO and the RL policy's evaluation (BC's is recorded). Arms run one after another, each
 in its own process; one that stopped resumes (every step is a checkpoint).
 
 An arm takes one to two hours on a 2-core CPU (6 steps) and about 40 minutes more for its
@@ -135,7 +135,8 @@ def run_arm(root: Path, name: str, base: dict, record: Path, quiet: bool) -> Non
             for until in ("rl", "eval-rl"):  # a finished stage is not run again
                 if until == "eval-rl" and unchanged(root, name):
                     break  # BC's weights: its greedy evaluation would replay BC's episodes
-                demo(root, name, arm_config(name, base), quiet, "--until", until, "--bc-from", str(root / "bc"))
+                demo(root, name, arm_config(name, base), quiet, "--until", until, "--bc-from", str(root / "bc"),
+                     "--skip", "eval-bc")  # BC's evaluation is recorded: an arm need not run it again
         write_record(root, name, base, record)
     for policy in ("bc", name):
         add_step_accuracy(root, policy, record)

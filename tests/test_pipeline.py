@@ -144,6 +144,23 @@ def test_until_stops_after_a_stage_and_the_next_run_goes_on_from_it(tmp_path, ca
         main(["demo", "--scale", "smoke", "--out", str(out), "--until", "bc"])  # not a stage: argparse names them
 
 
+def test_a_skipped_evaluation_is_not_run_and_the_report_goes_without_it(tmp_path):
+    """`--skip eval-bc` (an RL variant whose BC was evaluated elsewhere) runs every other
+    stage and writes the report without BC's row; only evaluations can be skipped."""
+    from webr1_kit.cli import main
+
+    out = tmp_path / "variant"
+    assert main(["demo", "--scale", "smoke", "--quiet", "--out", str(out), "--until", "sft"]) == 0
+    assert main(["demo", "--scale", "smoke", "--quiet", "--out", str(out), "--skip", "eval-bc"]) == 0
+    assert sorted(p.stem for p in (out / "stages").glob("*.json")) == ["demos", "eval-base", "eval-rl", "rl", "sft"]
+    assert (out / "report.html").is_file()
+    assert [r["stage"] for r in success_table(out)] == ["base", "rl"]
+    with pytest.raises(ValueError, match="'rl' cannot be skipped; only the evaluations can"):
+        Pipeline(scale_config("smoke"), out, skip=("eval-bc", "rl"))
+    with pytest.raises(SystemExit):
+        main(["demo", "--scale", "smoke", "--out", str(out), "--skip", "sft"])  # argparse names the choices
+
+
 def test_rl_starts_from_the_init_adapter(smoke_run, tmp_path):
     """Without the warm-up, M-GRPO starts from `init_adapter`: the frozen KL reference, saved
     when RL starts, holds exactly that adapter's weights. An adapter that is not there is

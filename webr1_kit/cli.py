@@ -224,7 +224,7 @@ def _demo(args: argparse.Namespace) -> int:
 
         taken = Pipeline(cfg, out, progress=not args.quiet).reuse_bc(args.bc_from)
         print(f"webr1 demo: took {', '.join(taken) or 'nothing (already here)'} from {args.bc_from}", file=sys.stderr)
-    path = run(run_pipeline(cfg, out, progress=not args.quiet, until=args.until))
+    path = run(run_pipeline(cfg, out, progress=not args.quiet, until=args.until, skip=args.skip))
     print(f"stopped after {args.until}: {path.resolve()}" if args.until else f"report: {path.resolve()}")
     return 0
 
@@ -480,7 +480,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .config import ROLLOUT
-    from .pipeline import STAGES
+    from .pipeline import SKIPPABLE, STAGES
 
     p = argparse.ArgumentParser(
         prog="webr1",
@@ -560,6 +560,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--until", choices=STAGES,
                       help="stop after this stage (sft: BC training; eval-*: a policy's held-out evaluation); "
                       "the same command without --until goes on from there")
+    demo.add_argument("--skip", action="append", default=[], choices=SKIPPABLE, metavar="EVAL",
+                      help="an evaluation not to run (repeatable; one of %(choices)s), e.g. eval-bc for an RL "
+                      "variant whose BC policy was evaluated in the --bc-from run; the report lacks its rows")
     demo.set_defaults(func=_demo)
 
     sites = sub.add_parser("sites", help="the arena's bundled websites")

@@ -31,6 +31,7 @@ import inspect
 import json
 import sys
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -237,6 +238,9 @@ STAGES = ("demos", "sft", "eval-bc", "rl", "eval-rl", "eval-base")
 """The pipeline's stages in the order they run: expert demonstrations, BC training, BC's
 held-out evaluation, M-GRPO, the RL policy's and then the base model's evaluations."""
 
+SKIPPABLE = ("eval-bc", "eval-rl", "eval-base")
+"""The stages `Pipeline.skip` may leave out: evaluations, which no later stage reads."""
+
 
 @dataclass
 class Pipeline:
@@ -246,9 +250,17 @@ class Pipeline:
     out: Path
     progress: bool = True
     log: Any = field(default=None)
+    skip: tuple[str, ...] = ()
+    """Evaluation stages not to run, e.g. ("eval-bc",) for an RL variant whose BC policy was
+    evaluated in another run directory: the report then lacks their rows. Only evaluations
+    can be skipped, since the other stages feed the ones after them."""
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
+        self.skip = tuple(self.skip)
+        if bad := [s for s in self.skip if s not in SKIPPABLE]:
+            raise ValueError(f"skip: {', '.join(map(repr, bad))} cannot be skipped; only the evaluations can "
+                             f"({', '.join(SKIPPABLE)})")
         self.out.mkdir(parents=True, exist_ok=True)
         saved = self.out / "pipeline.json"
         now = _as_saved(self.cfg)
@@ -481,8 +493,8 @@ class Pipeline:
 
     def stages(self) -> list[str]:
         """The stages `run` goes through, in order (the names of their files in stages/):
-        `STAGES`, less the BC ones when warmup is off."""
-        return [s for s in STAGES if self.cfg.warmup or s not in ("demos", "sft", "eval-bc")]
+        `STAGES`, less the BC ones when warmup is off and those in `skip`."""
+        return [s for s in STAGES if (self.cfg.warmup or s not in ("demos", "sft", "eval-bc")) and s not in self.skip]
 
     async def run(self, until: str | None = None) -> Path:
         """Every stage, skipping finished ones, then the report; returns its path. The
@@ -529,11 +541,12 @@ class Pipeline:
 
 
 async def run_pipeline(scale: str | PipelineConfig = "cpu", out: str | Path = "runs/demo", progress: bool = True,
-                       overrides: dict[str, Any] | None = None, until: str | None = None) -> Path:
+                       overrides: dict[str, Any] | None = None, until: str | None = None,
+                       skip: Sequence[str] = ()) -> Path:
     """Run (or resume) the main job into `out`; returns the path of report.html (with
-    `until`, the run directory: see `Pipeline.run`)."""
+    `until`, the run directory: see `Pipeline.run`; `skip`: see `Pipeline.skip`)."""
     cfg = scale if isinstance(scale, PipelineConfig) else scale_config(scale, overrides)
-    return await Pipeline(cfg, Path(out), progress).run(until)
+    return await Pipeline(cfg, Path(out), progress, skip=tuple(skip)).run(until)
 
 
 class _adapter_off:
