@@ -9,8 +9,9 @@ First BC, the start of every arm: `webr1 demo --config bench/configs/arena-ablat
 --out ROOT/bc --until eval-bc` (demonstrations, BC, BC's held-out evaluation). Each arm is the
 same config with its `grpo` switches (written to ROOT/configs/ARM.json; `plain` has none), run
 as `webr1 demo --bc-from ROOT/bc --skip eval-bc --until eval-rl`: it takes the demonstrations
-and the BC adapter, and runs only M-GRPO and the RL policy's evaluation (BC's is recorded). Arms run one after another, each
-in its own process; one that stopped resumes (every step is a checkpoint).
+and the BC adapter, and runs only M-GRPO and the RL policy's evaluation (BC's is recorded).
+Arms run one after another, each in its own process; one that stopped resumes (every step is
+a checkpoint).
 
 An arm takes one to two hours on a 2-core CPU (6 steps) and about 40 minutes more for its
 held-out evaluation (not run for an arm that ended with BC's adapter byte for byte, whose
