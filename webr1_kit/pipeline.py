@@ -546,7 +546,7 @@ async def run_pipeline(scale: str | PipelineConfig = "cpu", out: str | Path = "r
     """Run (or resume) the main job into `out`; returns the path of report.html (with
     `until`, the run directory: see `Pipeline.run`; `skip`: see `Pipeline.skip`)."""
     cfg = scale if isinstance(scale, PipelineConfig) else scale_config(scale, overrides)
-    return await Pipeline(cfg, Path(out), progress, skip=tuple(skip)).run(until)
+    return await Pipeline(cfg, Path(out), progress, skip=skip).run(until)
 
 
 class _adapter_off:
