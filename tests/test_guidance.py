@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from webr1_kit.config import GRPOConfig
+from webr1_kit.experts import Expert
 from webr1_kit.grpo import build_batch, group_advantages
-from webr1_kit.guidance import (ExpertVoice, GuidedPolicy, add_expert_members, check_expert_config, guided_stats,
-                                is_expert, make_actor, pick_groups, score, step_score, turn_advantages)
+from webr1_kit.guidance import (ExpertVoice, GuidedPolicy, add_expert_members, check_expert_config, expert_lengths,
+                                guided_stats, is_expert, make_actor, pick_groups, score, step_score, turn_advantages)
 from webr1_kit.observation import Observation
 from webr1_kit.prompt import build_prompt
 from webr1_kit.rollout import Job, rollout, run_jobs
@@ -250,6 +251,54 @@ async def test_a_prefix_start_hands_the_policy_the_state_the_expert_reached(brow
     # The members of a group share k (same task and page), and k moves with the step.
     assert len({GuidedPolicy(policy, prefix_max=3).prefix(task, alone.intent) for _ in range(5)}) == 1
     assert {k_at(r) for r in range(40)} == {0, 1, 2}
+
+
+async def test_a_prefix_from_the_goal_leaves_the_policy_the_experts_last_turns_on_each_page(browser, tokenizer):
+    (task,) = load_tasks("miniwob", names=["login-user"])  # username, password, then the button
+    lengths = await expert_lengths([task, task], group_size=2, seed=7, browser=browser, max_turns=6)
+    groups = await rollout(Expert(), [task, task], group_size=2, seed=7, browser=browser, max_turns=6)
+    pages = {(g.task_id, t.intent) for g in groups for t in g.trajectories}
+    assert lengths == {page: 3 for page in pages} and len(pages) == 2  # measured on the pages the groups play
+    policy = make_policy(tokenizer)
+    guided = GuidedPolicy(policy, prefix_max=2, prefix_from="goal")
+    guided.lengths = lengths
+    ks = {}
+    for r in range(40):
+        guided.round = r
+        ks.update({(r, page): guided.prefix(task, page[1]) for page in pages})
+    assert set(ks.values()) == {1, 2}  # all but the last 1 or 2 of the expert's 3 turns
+    guided.round = next(r for (r, page), k in ks.items() if k == 2)
+    played = await rollout(guided, [task, task], group_size=2, seed=7, browser=browser, max_turns=6)
+    for g in played:
+        k = guided.prefix(task, g.trajectories[0].intent)
+        for t in g.trajectories:  # the members of a group start from the same state
+            assert [u.trained for u in t.turns[:k + 1]] == [False] * k + [True]
+    assert guided.prefix(task, "a page the expert did not finish") == 0  # no length: no prefix
+    assert GuidedPolicy(policy, prefix_max=2, prefix_from="goal").counts["prefix_unmeasured"] == 0
+    with pytest.raises(ValueError, match="prefix_from='goal'.*needs grpo.prefix_max >= 1, got 0"):
+        check_expert_config(GRPOConfig(prefix_from="goal"), [task])
+
+
+@pytest.mark.slow
+def test_m_grpo_from_the_goal_measures_each_page_and_starts_the_policy_at_its_last_turn(tokenizer, tmp_path, capsys):
+    from webr1_kit.cli import main
+
+    config = {
+        "policy": {"model": str(save_tiny_model(tokenizer, tmp_path / "tiny")), "lora": {"r": 4, "alpha": 8}},
+        "prompt": {"max_prompt_tokens": 2048},
+        "sampling": {"max_new_tokens": 8, "temperature": 0.7},
+        "grpo": {"steps": 1, "tasks_per_step": 2, "group_size": 2, "max_turns": 4, "eval_every": 0, "concurrency": 4,
+                 "prefix_max": 1, "prefix_from": "goal"},
+        "tasks": {"suite": "miniwob", "names": ["login-user"]},  # the expert takes 3 turns on every page
+    }
+    (tmp_path / "goal.json").write_text(json.dumps(config))
+    assert main(["rl", "--config", str(tmp_path / "goal.json"), "--out", str(tmp_path / "goal"), "--quiet"]) == 0
+    capsys.readouterr()
+    row = json.loads((tmp_path / "goal" / "metrics.jsonl").read_text().splitlines()[0])
+    steps = [json.loads(x) for x in (tmp_path / "goal" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
+    assert row["prefix_unmeasured"] == 0 and row["prefix_episodes"] == len(steps) == 4
+    assert row["prefix_turns"] == 2 * 4  # the expert played 2 of its 3 turns on every page
+    assert all([u["trained"] for u in t["turns"][:3]] == [False, False, True] for t in steps)
 
 
 def expert_turn(mine, theirs, trained=True):

@@ -492,6 +492,16 @@ class GRPOConfig:
     context, never trained. 0 is the paper's. Logged as `prefix_turns`, `prefix_episodes`
     and `prefix_successes`."""
 
+    prefix_from: Literal["start", "goal"] = "start"
+    """Which end of the task `prefix_max` counts from. "start": the expert plays the first
+    k turns, k in 0..prefix_max. "goal": the policy plays only the last r of the expert's
+    turns, r drawn per group and step from 1..prefix_max, and the expert plays the L - r
+    before them, L being the expert's own episode length on that page (the expert plays
+    each group's page once before the step's rollouts to measure it; a page it does not
+    finish gets no prefix). "goal" starts the policy next to the goal however long the task,
+    which "start" cannot do when the tasks are longer than prefix_max + 1 turns. Logged
+    also as `prefix_unmeasured` (pages the expert did not finish)."""
+
     step_reward_coef: float = 0.0
     """Weight λ of step rewards: each turn the policy plays is scored against the expert's
     action at the same state (valid action, type, element, typed text; `guidance.step_score`),

@@ -75,7 +75,7 @@ Departures from the paper (read these before comparing numbers):
 13. Optional, all off by default (the paper): recipes that draw signal from the scripted
    expert where the task reward is sparse (`guidance.py`, which numbers its own choices):
    expert members of groups (expert_rate, expert_if_unsolved), hinted episodes
-   (hint_rate), expert prefix starts (prefix_max), step rewards against the expert's action
+   (hint_rate), expert prefix starts (prefix_max, prefix_from), step rewards against the expert's action
    at the policy's state (step_reward_coef), and credit from the first departure from it
    (credit_from_departure).
 """
@@ -102,7 +102,7 @@ prompts; a vLLM server in float32, mean 6e-6 (max 2e-5); in bfloat16, about 0.04
 float32 the kit's generator agrees within 1e-4 (tests/test_training.py)."""
 from .errors import InfraWarning
 from .guidance import (ExpertMembers, GuidedPolicy, add_expert_members, check_expert_config, guided, guided_stats,
-                       make_actor, turn_advantages)
+                       expert_lengths, make_actor, turn_advantages)
 from .rundir import RunDir, load_checkpoint, save_checkpoint
 from .seeds import derive_seed
 from .tasks.task import Task
@@ -534,6 +534,15 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
 
         if held_out and cfg.eval_every and start == 0:
             await evaluate(0)
+        async def play(tasks: list[Task], seed: int) -> list[TrajectoryGroup]:
+            """The groups of `tasks`, played by the actor (after the expert, for prefixes
+            from the goal, has played each group's page once to measure its length)."""
+            run_args = dict(concurrency=cfg.concurrency, browser=browser, config=train_env, max_invalid=cfg.max_invalid)
+            if isinstance(actor, GuidedPolicy) and actor.prefix_from == "goal" and actor.prefix_max > 0:
+                actor.lengths = await expert_lengths(tasks, cfg.group_size, seed, max_turns=cfg.max_turns, **run_args)
+                actor.counts["prefix_unmeasured"] += len(tasks) - len(actor.lengths)
+            return await rollout(actor, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns, seed=seed, **run_args)
+
         for step in range(start, cfg.steps):
             t0 = time.perf_counter()
             rng = random.Random(f"{cfg.seed}/tasks/{step}")
@@ -542,9 +551,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
             tasks = draw_tasks(rng, train_tasks, cfg.tasks_per_step, weights)
             if isinstance(actor, GuidedPolicy):
                 actor.round, actor.counts = step, dict.fromkeys(actor.counts, 0)
-            groups = await rollout(actor, tasks, group_size=cfg.group_size, max_turns=cfg.max_turns,
-                                   concurrency=cfg.concurrency, seed=derive_seed(cfg.seed, step, bits=32, digest_size=4), browser=browser,
-                                   config=train_env, max_invalid=cfg.max_invalid)
+            groups = await play(tasks, derive_seed(cfg.seed, step, bits=32, digest_size=4))
             _mark_hinted(groups, actor)
             # What the policy does before any re-roll: dynamic sampling keeps mixed groups,
             # whose success sits near 0.5 by construction, so only this draw shows learning.
@@ -553,10 +560,8 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
                 warnings.warn(alarm, InfraWarning, stacklevel=2)
 
             async def rerun(n: int, extra: int) -> list[TrajectoryGroup]:  # called within this step only
-                return await rollout(actor, draw_tasks(rng, train_tasks, n, weights), group_size=cfg.group_size,
-                                     max_turns=cfg.max_turns, concurrency=cfg.concurrency,
-                                     seed=derive_seed(cfg.seed, step, extra, bits=32, digest_size=4), browser=browser, config=train_env,
-                                     max_invalid=cfg.max_invalid)
+                return await play(draw_tasks(rng, train_tasks, n, weights),
+                                  derive_seed(cfg.seed, step, extra, bits=32, digest_size=4))
 
             groups, rerolled = await reroll_equal_groups(groups, rerun, 2 if cfg.dynamic_sampling else 0,
                                                          reward=lambda t: episode_reward(t, cfg))

@@ -63,6 +63,11 @@ For prefix starts, step rewards and credit (`GuidedPolicy`, `turn_advantages`):
    episode, so that the G members start from the same state and their comparison is fair;
    it changes from step to step. The prefix turns are history the policy reads, never
    trained (`Turn.trained` False), and the episode's reward is the task's verdict as usual.
+   Counted from the start (k in 0..prefix_max) or from the goal (`prefix_from` "goal": k =
+   L - r, r in 1..prefix_max, L the expert's episode length on the page, measured by
+   letting the expert play the page once first, `expert_lengths`). The reverse curriculum
+   of SOLAR-RL and its kin moves the start back as the policy improves; here r is drawn
+   afresh each step instead, so every distance up to prefix_max is practised throughout.
 10. Step rewards (WorkForceAgent-R1's rule rewards, simplified): the expert is asked at the
    state the policy reached, with the policy's own turns as history, and a turn scores the
    share of the checks it passes (valid action, type, element, typed text). The step
@@ -101,6 +106,9 @@ def check_expert_config(cfg: GRPOConfig, tasks: Sequence[Task]) -> bool:
     if cfg.prefix_max < 0 or cfg.step_reward_coef < 0:
         raise ValueError(f"grpo.prefix_max and grpo.step_reward_coef must be >= 0, got {cfg.prefix_max} and "
                          f"{cfg.step_reward_coef}")
+    if cfg.prefix_from == "goal" and cfg.prefix_max < 1:
+        raise ValueError("grpo.prefix_from='goal' lets the policy play the last 1..prefix_max turns, so it needs "
+                         f"grpo.prefix_max >= 1, got {cfg.prefix_max}")
     guides = [n for n, on in (("hint_rate", cfg.hint_rate > 0), ("prefix_max", cfg.prefix_max > 0),
                               ("step_reward_coef", cfg.step_reward_coef > 0),
                               ("credit_from_departure", cfg.credit_from_departure)) if on]
@@ -172,8 +180,10 @@ class GuidedPolicy:
     recipes that need the expert's view of a state the policy is in (GRPOConfig):
 
     - `prefix_max` > 0: the expert plays the first k turns of every episode of a group
-      (k drawn per group, 0..prefix_max), as context the policy reads but is not trained
-      on (`Turn.trained` False), so the policy practises the last steps first (departure 9);
+      (k drawn per group: 0..prefix_max from the start, or all but the last 1..prefix_max
+      of the expert's `lengths` turns from the goal), as context the policy reads but is
+      not trained on (`Turn.trained` False), so the policy practises the last steps first
+      (departure 9);
     - `hint_rate` > 0: that share of the episodes show the expert's next action as a hint
       in every prompt, and record the prompt without it and the hint (`Turn.expert`), so a
       run shows how often the policy took the hint (`guided_stats`; departures 6-8);
@@ -186,14 +196,19 @@ class GuidedPolicy:
     name = "guided"
 
     def __init__(self, policy: "TrainablePolicy", hint_rate: float = 0.0, prefix_max: int = 0, watch: bool = False,
-                 expert: Any = None) -> None:
+                 expert: Any = None, prefix_from: str = "start") -> None:
         from .experts import Expert
 
         self.policy, self.hint_rate, self.prefix_max, self.watch = policy, hint_rate, prefix_max, watch
+        self.prefix_from = prefix_from
         self.expert = expert or Expert()
         self.round = 0
         """Set by the trainer every step, so that a task's prefix length changes from step to step."""
-        self.counts = {"hinted_turns": 0, "prefix_turns": 0, "expert_misses": 0}
+        self.lengths: dict[tuple[str, str], int] = {}
+        """(task id, instruction) -> the expert's episode length on that page, for prefixes
+        from the goal; set by the trainer before the rollouts (`expert_lengths`)."""
+        self.counts = {"hinted_turns": 0, "prefix_turns": 0, "expert_misses": 0,
+                       **({"prefix_unmeasured": 0} if prefix_from == "goal" else {})}
 
     def hinted(self, seed: int) -> bool:
         """Whether the episode with this sampling seed plays with hints (departure 8)."""
@@ -201,10 +216,15 @@ class GuidedPolicy:
 
     def prefix(self, task: Task, intent: str) -> int:
         """How many turns the expert plays first in this step's group of `task` on the page
-        whose instruction is `intent` (the members of a group share both, so they share k)."""
+        whose instruction is `intent` (the members of a group share both, so they share k).
+        From the goal, a page whose length the expert did not give gets none."""
         if self.prefix_max <= 0:
             return 0
-        return derive_seed(self.round, task.task_id, intent, "prefix", bits=32) % (self.prefix_max + 1)
+        drawn = derive_seed(self.round, task.task_id, intent, "prefix", bits=32)
+        if self.prefix_from == "start":
+            return drawn % (self.prefix_max + 1)
+        length = self.lengths.get((task.task_id, intent))
+        return 0 if length is None else max(length - 1 - drawn % self.prefix_max, 0)
 
     def running(self, episodes: int) -> None:  # batching, as the policy's own
         self.policy.running(episodes)
@@ -398,5 +418,21 @@ def make_actor(policy: "TrainablePolicy", cfg: GRPOConfig) -> Any:
     needs the expert at the policy's states."""
     watch = cfg.step_reward_coef > 0 or cfg.credit_from_departure
     if cfg.hint_rate > 0 or cfg.prefix_max > 0 or watch:
-        return GuidedPolicy(policy, hint_rate=cfg.hint_rate, prefix_max=cfg.prefix_max, watch=watch)
+        return GuidedPolicy(policy, hint_rate=cfg.hint_rate, prefix_max=cfg.prefix_max, watch=watch,
+                            prefix_from=cfg.prefix_from)
     return policy
+
+
+async def expert_lengths(tasks: Sequence[Task], group_size: int, seed: int, expert: Any = None,
+                         **run: Any) -> dict[tuple[str, str], int]:
+    """The scripted expert's episode length on the page of each group that `rollout.rollout`
+    (tasks, group_size, seed) will play, keyed by (task id, instruction), for prefixes from
+    the goal: the expert plays each page once (`run` goes to `rollout.run_jobs`). A page the
+    expert did not finish, for any reason, is left out, so its group plays without a prefix
+    rather than from a state the expert never reached."""
+    from .experts import Expert
+    from .rollout import episode_seeds, run_jobs
+
+    jobs = episode_seeds(list(tasks), group_size, seed, grouped=True)[::group_size]  # one per group: its page
+    res = await run_jobs(expert or Expert(), jobs, **run)
+    return {(t.task_id, t.intent): len(t.turns) for t in res.trajectories if t.success}
