@@ -178,34 +178,43 @@ async def test_an_episode_is_hinted_by_its_seed_and_a_state_without_a_hint_plays
     assert spy.fed == [traj.turns[0].prompt_ids]  # played as the plain policy plays
 
 
-@pytest.mark.slow
-def test_m_grpo_trains_on_groups_the_policy_never_solves_once_experts_join_them(tokenizer, tmp_path, capsys):
+def tiny_rl(tokenizer, tmp_path, name, tasks, **grpo):
+    """`webr1 rl` for one step of 2 groups of 2 with the tiny random model, `grpo` set, into
+    tmp_path/name: its first metrics row and the step's trajectories."""
     from webr1_kit.cli import main
 
+    model = tmp_path / "tiny"
+    if not model.is_dir():
+        save_tiny_model(tokenizer, model)
     config = {
-        "policy": {"model": str(save_tiny_model(tokenizer, tmp_path / "tiny")), "lora": {"r": 4, "alpha": 8}},
+        "policy": {"model": str(model), "lora": {"r": 4, "alpha": 8}},
         "prompt": {"max_prompt_tokens": 2048},
         "sampling": {"max_new_tokens": 8, "temperature": 0.7},
-        "grpo": {"steps": 1, "tasks_per_step": 2, "group_size": 2, "max_turns": 1, "eval_every": 0, "concurrency": 4},
-        "tasks": {"suite": "miniwob", "names": ["click-button", "focus-text"]},
+        "grpo": {"steps": 1, "tasks_per_step": 2, "group_size": 2, "max_turns": 1, "eval_every": 0, "concurrency": 4,
+                 **grpo},
+        "tasks": {"suite": "miniwob", "names": tasks},
     }
-    rows = {}
-    arms = (("plain", {}), ("experts", {"expert_if_unsolved": True}),
-            ("hints", {"expert_if_unsolved": False, "hint_rate": 1.0}),
+    (tmp_path / f"{name}.json").write_text(json.dumps(config))
+    assert main(["rl", "--config", str(tmp_path / f"{name}.json"), "--out", str(tmp_path / name), "--quiet"]) == 0
+    row = json.loads((tmp_path / name / "metrics.jsonl").read_text().splitlines()[0])
+    steps = [json.loads(x) for x in (tmp_path / name / "trajectories" / "step-1.jsonl").read_text().splitlines()]
+    return row, steps
+
+
+@pytest.mark.slow
+def test_m_grpo_trains_on_groups_the_policy_never_solves_once_experts_join_them(tokenizer, tmp_path, capsys):
+    rows, trajs = {}, {}
+    arms = (("plain", {}), ("experts", {"expert_if_unsolved": True}), ("hints", {"hint_rate": 1.0}),
             ("guided", {"hint_rate": 0.5, "prefix_max": 1, "step_reward_coef": 0.5, "credit_from_departure": True,
                         "max_turns": 2}))
-    for name, extra in arms:
-        config["grpo"].update(extra)
-        (tmp_path / f"{name}.json").write_text(json.dumps(config))
-        assert main(["rl", "--config", str(tmp_path / f"{name}.json"), "--out", str(tmp_path / name), "--quiet"]) == 0
-        rows[name] = json.loads((tmp_path / name / "metrics.jsonl").read_text().splitlines()[0])
+    for name, grpo in arms:
+        rows[name], trajs[name] = tiny_rl(tokenizer, tmp_path, name, ["click-button", "focus-text"], **grpo)
     capsys.readouterr()
     # The random model fails everywhere: plain M-GRPO has nothing to learn from.
     assert rows["plain"]["tokens_trained"] == 0 and "expert_members" not in rows["plain"]
     assert rows["experts"]["expert_members"] == 2 and rows["experts"]["tokens_trained"] > 0
     assert rows["experts"]["success_rate"] == 0.0  # the logged success is the policy's own
-    steps = [json.loads(x) for x in (tmp_path / "experts" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
-    assert sum(bool(t["meta"].get("expert")) for t in steps) == 2
+    assert sum(bool(t["meta"].get("expert")) for t in trajs["experts"]) == 2
     replaced = (tmp_path / "experts" / "trajectories" / "expert-replaced-step-1.jsonl").read_text().splitlines()
     assert len(replaced) == 2
     # Hinted episodes are logged apart from the policy's unaided ones.
@@ -213,11 +222,9 @@ def test_m_grpo_trains_on_groups_the_policy_never_solves_once_experts_join_them(
     assert rows["hints"]["expert_misses"] == 0 and rows["hints"]["hinted_successes"] == 0
     assert 0.0 <= rows["hints"]["hint_followed"] <= 1.0
     assert rows["hints"]["first_draw_success"] is None and rows["hints"]["episodes"] == 0
-    hinted = [json.loads(x) for x in (tmp_path / "hints" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
-    assert all(t["meta"]["hinted"] for t in hinted) and "expert_members" not in rows["hints"]
+    assert all(t["meta"]["hinted"] for t in trajs["hints"]) and "expert_members" not in rows["hints"]
     # Every guided recipe at once runs, logs its counts, and keeps the expert's view of each policy turn.
-    guided = rows["guided"]
-    steps = [json.loads(x) for x in (tmp_path / "guided" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
+    guided, steps = rows["guided"], trajs["guided"]
     helped = [t for t in steps if t["meta"]["hinted"] or not all(u["trained"] for u in t["turns"])]
     assert len(steps) == 4 and guided["episodes"] == 4 - len(helped)  # the policy's own are logged apart
     assert guided["hinted_episodes"] == sum(t["meta"]["hinted"] for t in steps)
@@ -281,21 +288,9 @@ async def test_a_prefix_from_the_goal_leaves_the_policy_the_experts_last_turns_o
 
 @pytest.mark.slow
 def test_m_grpo_from_the_goal_measures_each_page_and_starts_the_policy_at_its_last_turn(tokenizer, tmp_path, capsys):
-    from webr1_kit.cli import main
-
-    config = {
-        "policy": {"model": str(save_tiny_model(tokenizer, tmp_path / "tiny")), "lora": {"r": 4, "alpha": 8}},
-        "prompt": {"max_prompt_tokens": 2048},
-        "sampling": {"max_new_tokens": 8, "temperature": 0.7},
-        "grpo": {"steps": 1, "tasks_per_step": 2, "group_size": 2, "max_turns": 4, "eval_every": 0, "concurrency": 4,
-                 "prefix_max": 1, "prefix_from": "goal"},
-        "tasks": {"suite": "miniwob", "names": ["login-user"]},  # the expert takes 3 turns on every page
-    }
-    (tmp_path / "goal.json").write_text(json.dumps(config))
-    assert main(["rl", "--config", str(tmp_path / "goal.json"), "--out", str(tmp_path / "goal"), "--quiet"]) == 0
+    # login-user: the expert takes 3 turns on every page
+    row, steps = tiny_rl(tokenizer, tmp_path, "goal", ["login-user"], max_turns=4, prefix_max=1, prefix_from="goal")
     capsys.readouterr()
-    row = json.loads((tmp_path / "goal" / "metrics.jsonl").read_text().splitlines()[0])
-    steps = [json.loads(x) for x in (tmp_path / "goal" / "trajectories" / "step-1.jsonl").read_text().splitlines()]
     assert row["prefix_unmeasured"] == 0 and row["prefix_episodes"] == len(steps) == 4
     assert row["prefix_turns"] == 2 * 4  # the expert played 2 of its 3 turns on every page
     assert all([u["trained"] for u in t["turns"][:3]] == [False, False, True] for t in steps)
