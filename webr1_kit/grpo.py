@@ -75,9 +75,9 @@ Departures from the paper (read these before comparing numbers):
 13. Optional, all off by default (the paper): recipes that draw signal from the scripted
    expert where the task reward is sparse (`guidance.py`, which numbers its own choices):
    expert members of groups (expert_rate, expert_if_unsolved), hinted episodes
-   (hint_rate), expert prefix starts (prefix_max, prefix_from), step rewards against the expert's action
-   at the policy's state (step_reward_coef), and credit from the first departure from it
-   (credit_from_departure).
+   (hint_rate), expert prefix starts (prefix_max, prefix_from), step rewards against the
+   expert's action at the policy's state (step_reward_coef), and credit from the first
+   departure from it (credit_from_departure).
 """
 
 from __future__ import annotations
@@ -534,6 +534,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
 
         if held_out and cfg.eval_every and start == 0:
             await evaluate(0)
+
         async def play(tasks: list[Task], seed: int) -> list[TrajectoryGroup]:
             """The groups of `tasks`, played by the actor (after the expert, for prefixes
             from the goal, has played each group's page once to measure its length)."""
