@@ -29,9 +29,9 @@ After the arms (or alone, with --table) it prints the Markdown table of the reco
 BENCHMARKS.md quotes: per arm, held-out success with its 95% interval, the paired comparison
 with BC on the same tasks (newly solved, newly failed, exact McNemar p), the share of M-GRPO's
 groups with a learning signal (any non-zero advantage, after expert members and step rewards),
-the policy's own success during training (its episodes before any expert took a place), what
-the guidance used, and the wall time of M-GRPO (rollouts and updates, summed over steps, so
-resumes add up). Held-out success is all-or-nothing over an episode; where no arm solves any,
+the policy's own success during training (its unaided episodes: no expert member, hint or
+prefix), what the guidance used (with the guided episodes whose task verdict passed), and the
+wall time of M-GRPO (rollouts and updates, summed over steps, so resumes add up). Held-out success is all-or-nothing over an episode; where no arm solves any,
 the table's step accuracy says whether training moved single decisions: each policy, greedy,
 at the same 60 states of the scripted expert's own held-out episodes (drawn once from
 ROOT/heldout-expert.jsonl, the evaluation's pages), scored against the expert's action there
@@ -327,13 +327,22 @@ def coverage(root: Path, name: str) -> dict[str, list[int]] | None:
     return counts
 
 
+def guided(r: dict, used: str, passed: str) -> str:
+    """How much of a guidance an arm used, and in how many of those episodes the task's
+    verdict passed: the own-success column counts only unaided episodes, so an arm whose
+    every episode began with an expert prefix would otherwise hide its successes. Unused
+    guidance, and records made before the count was kept, show the use alone."""
+    return f"{r[used]} ({r[passed]} passed)" if r[used] and passed in r else str(r[used])
+
+
 def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
     """The Markdown table of the recorded arms (and their figures), in `names`' order."""
     bc = read_record(record, "bc")
     rows = {n: read_record(record, n) for n in names}
     lines = ["| arm | held-out success | 95% CI (Wilson) | vs BC: solved / failed anew, p | invalid actions "
              "| step accuracy (vs BC: right / wrong anew, p) | groups with signal | own training success "
-             "| expert members / hinted episodes / prefix turns | tokens trained | M-GRPO wall time |",
+             "| expert members / hinted episodes / prefix turns (guided episodes whose verdict passed) | tokens trained "
+             "| M-GRPO wall time |",
              "|---" * 11 + "|"]
     if bc:
         lo, hi = bc["ci95"]
@@ -354,8 +363,9 @@ def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
         sig = "–" if r["signal_share"] is None else f"{100 * r['signal_share']:.0f}%"
         lines.append(f"| {n} | **{r['success']:.3f}** ({r['solved']}/{r['episodes']}) | {lo:.3f} – {hi:.3f} "
                      f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g}{same} | {100 * r['invalid_action_rate']:.0f}% "
-                     f"| {steps(r, bc)} | {sig} | {r['own_success']:.3f} | {r['expert_members']} / {r['hinted_episodes']} / "
-                     f"{r['prefix_turns']} | {r['tokens_trained']} | {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
+                     f"| {steps(r, bc)} | {sig} | {r['own_success']:.3f} | {r['expert_members']} / "
+                     f"{guided(r, 'hinted_episodes', 'hinted_successes')} / {guided(r, 'prefix_turns', 'prefix_successes')} "
+                     f"| {r['tokens_trained']} | {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
     for n in names:
         if rows[n] is None or not (c := rows[n]["coverage"]):
             continue

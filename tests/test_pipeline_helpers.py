@@ -221,7 +221,7 @@ def test_the_arena_ablation_tabulates_recorded_arms_paired_with_bc_and_keeps_the
                                                 "outcomes": episodes(bc), "step_accuracy": states([0, 0.5, 0, 1])}))
     row = {"success": 0.7, "solved": 7, "episodes": 10, "ci95": [0.4, 0.89], "invalid_action_rate": 0.1,
            "signal_share": 0.25, "own_success": 0.05, "expert_members": 12, "hinted_episodes": 0,
-           "prefix_turns": 0, "tokens_trained": 900, "rl_minutes": 61.0, "steps": 16,
+           "hinted_successes": 0, "prefix_turns": 30, "prefix_successes": 4, "tokens_trained": 900, "rl_minutes": 61.0, "steps": 16,
            "config": ablation.arm_config("expert-members", base), "bc_adapter_sha256": sha,
            "coverage": None, "outcomes": episodes(arm), "step_accuracy": states([1, 1, 1, 0.5])}
     (record / "expert-members.json").write_text(json.dumps(row))
@@ -230,6 +230,7 @@ def test_the_arena_ablation_tabulates_recorded_arms_paired_with_bc_and_keeps_the
     assert lines[4].startswith("| expert-members | **0.700** (7/10) |") and "| 7 / 0, p = 0.0156 |" in lines[4]
     assert "| 25% of 4 |" in lines[2]  # BC's step accuracy, then the arm's, paired state by state with BC's
     assert "| 75% of 4 (3 / 1, p = 0.625) |" in lines[4]
+    assert "| 12 / 0 / 30 (4 passed) |" in lines[4]  # guided successes show beside what guided them
     ablation.run_arm(root, "expert-members", base, record, quiet=True)  # recorded: nothing runs
     ablation.ensure_bc(root, base, record, quiet=True)  # the same adapter: goes on
     (adapter / "adapter_model.safetensors").write_bytes(b"other BC weights")
