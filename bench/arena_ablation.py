@@ -31,15 +31,16 @@ with BC on the same tasks (newly solved, newly failed, exact McNemar p), the sha
 groups with a learning signal (any non-zero advantage, after expert members and step rewards),
 the policy's own success during training (its unaided episodes: no expert member, hint or
 prefix), what the guidance used (with the guided episodes whose task verdict passed), and the
-wall time of M-GRPO (rollouts and updates, summed over steps, so resumes add up). Held-out success is all-or-nothing over an episode; where no arm solves any,
-the table's step accuracy says whether training moved single decisions: each policy, greedy,
-at the same 60 states of the scripted expert's own held-out episodes (drawn once from
-ROOT/heldout-expert.jsonl, the evaluation's pages), scored against the expert's action there
-(`sft.step_accuracy`), paired with BC state by state. It is measured when an arm (or BC) is
-recorded, or added to a record that lacks it while its adapter is still in ROOT (about 8
-minutes for each policy). For the arms that ask the expert at every turn (step rewards,
-departure credit), a second table gives, per template, how often the scripted expert could
-name its action from the state the policy reached.
+wall time of M-GRPO (rollouts and updates, summed over steps, so resumes add up). Held-out
+success is all-or-nothing over an episode; where no arm solves any, the table's step accuracy
+says whether training moved single decisions: each policy, greedy, at the same 60 states of
+the scripted expert's own held-out episodes (drawn once from ROOT/heldout-expert.jsonl, the
+evaluation's pages), scored against the expert's action there (`sft.step_accuracy`), paired
+with BC state by state. It is measured when an arm (or BC) is recorded, or added to a record
+that lacks it while its adapter is still in ROOT (about 8 minutes for each policy). For the
+arms that ask the expert at every turn (step rewards, departure credit), a second table
+gives, per template, how often the scripted expert could name its action from the state the
+policy reached.
 """
 
 from __future__ import annotations
@@ -341,8 +342,8 @@ def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
     rows = {n: read_record(record, n) for n in names}
     lines = ["| arm | held-out success | 95% CI (Wilson) | vs BC: solved / failed anew, p | invalid actions "
              "| step accuracy (vs BC: right / wrong anew, p) | groups with signal | own training success "
-             "| expert members / hinted episodes / prefix turns (guided episodes whose verdict passed) | tokens trained "
-             "| M-GRPO wall time |",
+             "| expert members / hinted episodes / prefix turns (guided episodes whose verdict passed) "
+             "| tokens trained | M-GRPO wall time |",
              "|---" * 11 + "|"]
     if bc:
         lo, hi = bc["ci95"]
@@ -364,8 +365,9 @@ def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
         lines.append(f"| {n} | **{r['success']:.3f}** ({r['solved']}/{r['episodes']}) | {lo:.3f} – {hi:.3f} "
                      f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g}{same} | {100 * r['invalid_action_rate']:.0f}% "
                      f"| {steps(r, bc)} | {sig} | {r['own_success']:.3f} | {r['expert_members']} / "
-                     f"{guided(r, 'hinted_episodes', 'hinted_successes')} / {guided(r, 'prefix_turns', 'prefix_successes')} "
-                     f"| {r['tokens_trained']} | {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
+                     f"{guided(r, 'hinted_episodes', 'hinted_successes')} / "
+                     f"{guided(r, 'prefix_turns', 'prefix_successes')} | {r['tokens_trained']} "
+                     f"| {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
     for n in names:
         if rows[n] is None or not (c := rows[n]["coverage"]):
             continue

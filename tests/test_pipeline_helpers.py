@@ -221,7 +221,8 @@ def test_the_arena_ablation_tabulates_recorded_arms_paired_with_bc_and_keeps_the
                                                 "outcomes": episodes(bc), "step_accuracy": states([0, 0.5, 0, 1])}))
     row = {"success": 0.7, "solved": 7, "episodes": 10, "ci95": [0.4, 0.89], "invalid_action_rate": 0.1,
            "signal_share": 0.25, "own_success": 0.05, "expert_members": 12, "hinted_episodes": 0,
-           "hinted_successes": 0, "prefix_turns": 30, "prefix_successes": 4, "tokens_trained": 900, "rl_minutes": 61.0, "steps": 16,
+           "hinted_successes": 0, "prefix_turns": 30, "prefix_successes": 4, "tokens_trained": 900,
+           "rl_minutes": 61.0, "steps": 16,
            "config": ablation.arm_config("expert-members", base), "bc_adapter_sha256": sha,
            "coverage": None, "outcomes": episodes(arm), "step_accuracy": states([1, 1, 1, 0.5])}
     (record / "expert-members.json").write_text(json.dumps(row))
