@@ -328,7 +328,7 @@ def coverage(root: Path, name: str) -> dict[str, list[int]] | None:
     return counts
 
 
-def guided(r: dict, used: str, passed: str) -> str:
+def guidance_cell(r: dict, used: str, passed: str) -> str:
     """How much of a guidance an arm used, and in how many of those episodes the task's
     verdict passed: the own-success column counts only unaided episodes, so an arm whose
     every episode began with an expert prefix would otherwise hide its successes. Unused
@@ -365,8 +365,8 @@ def table(record: Path, names: list[str]) -> tuple[list[str], dict]:
         lines.append(f"| {n} | **{r['success']:.3f}** ({r['solved']}/{r['episodes']}) | {lo:.3f} – {hi:.3f} "
                      f"| {c['gained']} / {c['lost']}, p = {c['p_value']:.3g}{same} | {100 * r['invalid_action_rate']:.0f}% "
                      f"| {steps(r, bc)} | {sig} | {r['own_success']:.3f} | {r['expert_members']} / "
-                     f"{guided(r, 'hinted_episodes', 'hinted_successes')} / "
-                     f"{guided(r, 'prefix_turns', 'prefix_successes')} | {r['tokens_trained']} "
+                     f"{guidance_cell(r, 'hinted_episodes', 'hinted_successes')} / "
+                     f"{guidance_cell(r, 'prefix_turns', 'prefix_successes')} | {r['tokens_trained']} "
                      f"| {r['rl_minutes']:.1f} min ({r['steps']} steps) |")
     for n in names:
         if rows[n] is None or not (c := rows[n]["coverage"]):
