@@ -296,6 +296,26 @@ async def test_closed_page_mid_episode_raises_infra_error(env, fixture_server):
         await env.step(f'do(action="Click", element="{el(obs, "Save")}")')
 
 
+async def test_a_browser_gone_while_the_episode_opens_is_an_infra_error(browser, fixture_server):
+    """The context opens, then its browser goes (a browser server stopped mid-run): setting
+    the context up fails on a closed target, which is infrastructure, never the agent's."""
+    env = BrowserEnv(browser)
+    opened = browser.new_context
+
+    async def opened_then_gone(*args, **kwargs):
+        ctx = await opened(*args, **kwargs)
+        await ctx.close()
+        return ctx
+
+    browser.new_context = opened_then_gone
+    try:
+        with pytest.raises(InfraError, match="the browser went away while opening the episode's page"):
+            await env.reset(form_task(fixture_server))
+    finally:
+        del browser.new_context
+        await env.close()
+
+
 async def test_the_page_an_action_opens_is_observed_with_its_stylesheet(browser):
     # Unstyled, the filler pushes the sidebar below the fold; the stylesheet (served a
     # second late) hides the filler. Observing before it applies would miss the sidebar.

@@ -403,9 +403,16 @@ class BrowserEnv:
         self.context = await self.browser.new_context(self.config)
         self._prefixes = self.suite.origins(task)
         self._allowed = _prefix_pattern(self._prefixes)
-        await self.context.route(self._allowed, self._guard)
-        await self.context.add_init_script(POPUP_WATCH_JS)
-        page = await self.context.new_page()
+        try:
+            await self.context.route(self._allowed, self._guard)
+            await self.context.add_init_script(POPUP_WATCH_JS)
+            page = await self.context.new_page()
+        except Exception as exc:
+            if not _closed(exc):
+                raise
+            # e.g. a browser server that went away just after the context opened
+            raise InfraError(f"{task.task_id}: the browser went away while opening the episode's page: "
+                             f"{_first_line(exc)}") from None
         self.pages, self.active = [page], 0
         self._on_page(page)
         self.context.on("page", self._on_page)
