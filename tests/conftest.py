@@ -17,6 +17,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -37,6 +38,7 @@ T = TypeVar("T")
 _SWEEP = pytest.StashKey["Sweep"]()  # this run's sample of the sweeps
 _RECORD = pytest.StashKey[list]()  # under --verify: the sweep tests' outcomes
 _START = pytest.StashKey[float]()  # when the session started
+_TIMES = pytest.StashKey[dict]()  # under --write-durations: seconds per test
 _CONFIG: list[pytest.Config] = []  # the running session's config, for the report hook
 
 
@@ -84,11 +86,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run the sweeps (tests marked sweep) over every item instead of the rotating sample "
                           "`make test` runs; `make verify` runs `-m sweep --verify` and records "
                           "bench/results/verify.json")
+    parser.addoption("--write-durations", action="store_true", default=False,
+                     help="after a serial run (-p no:xdist), write each test's seconds (set-up, call and "
+                          "tear-down) to tests/durations.json, which orders the tests under -n")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SWEEP] = _sweep(config)
     config.stash[_RECORD] = []
+    config.stash[_TIMES] = {}
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # the controller of `pytest -n`: where its workers write the groups they collect
+        os.environ[GROUPS_ENV] = str(Path(tempfile.mkdtemp(prefix="webr1-test-groups-")) / "groups.json")
     _CONFIG.append(config)
 
 
@@ -109,20 +118,74 @@ def sweep(pytestconfig: pytest.Config) -> Sweep:
 # ---------------------------------------------------------------- two workers (`make test`: pytest -n 2)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `pytest -n` (xdist, --dist loadgroup): the tests of a module that share a
-    module-scoped fixture (a smoke run, a vLLM server, recorded episodes) go to one worker,
-    which builds it once; other tests go wherever a worker is free, the slow ones first, so
-    that no long test starts last."""
-    if not getattr(config.option, "numprocesses", None):
+DURATIONS = Path(__file__).parent / "durations.json"  # seconds per test, for ordering only
+
+
+# xdist's own `--dist loadgroup` cannot group under pytest 9 (it renames the test ids, which
+# pytest 9 no longer allows), so the kit schedules groups itself: each worker writes the
+# groups it collected to a file the controller named, and the controller's scheduler reads
+# them. Tests with no group are scheduled one by one.
+GROUPS_ENV = "WEBR1_TEST_GROUPS"
+
+
+def _group(item: pytest.Item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name")) if mark else item.nodeid
+
+
+def _on_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput") and bool(os.environ.get(GROUPS_ENV))
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """On a worker, the tests of a module that share a module-scoped fixture (a smoke run, a
+    vLLM server, recorded episodes) become one group, which one worker runs, building the
+    fixture once; tests may also name a group (`pytest.mark.xdist_group`)."""
+    if not _on_worker(item.config):
         return
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    if item.get_closest_marker("xdist_group") is None and any(
+            d.scope == "module" for fds in defs.values() for d in fds):
+        item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a worker, groups are ordered longest first, so that no long test starts last while
+    the other worker idles: tests/durations.json holds each test's seconds in a serial run
+    (`pytest -p no:xdist --write-durations` rewrites it); a test it does not know counts 30 s
+    if marked slow, else 1 s. Within a group the order stays. Then the groups go to the
+    controller's scheduler (GROUPS_ENV)."""
+    if not _on_worker(config):
+        return
+    known = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    cost: dict[str, float] = {}
     for item in items:
-        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-        if item.get_closest_marker("xdist_group") is None and any(
-                d.scope == "module" for fds in defs.values() for d in fds):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: the order within stays
+        guess = 30.0 if item.get_closest_marker("slow") else 1.0
+        cost[_group(item)] = cost.get(_group(item), 0.0) + known.get(item.nodeid, guess)
+    items.sort(key=lambda item: -cost[_group(item)])  # stable: the order within a group stays
+    path = Path(os.environ[GROUPS_ENV])
+    part = path.with_name(f"{path.name}.{config.workerinput['workerid']}")
+    part.write_text(json.dumps({item.nodeid: _group(item) for item in items if _group(item) != item.nodeid}))
+    os.replace(part, path)  # whole, whichever worker writes last (they collect the same tests)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under `--dist loadgroup`: whole groups to one worker each, in the workers' order."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # read once the workers have collected
+                path = Path(os.environ[GROUPS_ENV])
+                self.groups = json.loads(path.read_text()) if path.is_file() else {}
+            return self.groups.get(nodeid, nodeid)
+
+    config.option.loadscopereorder = False  # keep the longest-first order
+    return GroupScheduling(config, log)
 
 
 # ---------------------------------------------------------------- the verify record
@@ -132,7 +195,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Under --verify, keep each sweep test's outcome, time and recorded figures
     (`record_property`); under `-n` this runs in the controller, with every worker's reports."""
     config = _CONFIG[-1] if _CONFIG else None
-    if config is None or not config.getoption("--verify"):
+    if config is None:
+        return
+    if config.getoption("--write-durations"):
+        times = config.stash[_TIMES]
+        times[report.nodeid] = times.get(report.nodeid, 0.0) + report.duration
+    if not config.getoption("--verify"):
         return
     if report.when == "call" or report.outcome != "passed":
         config.stash[_RECORD].append({"test": report.nodeid, "phase": report.when, "outcome": report.outcome,
@@ -143,6 +211,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under --verify (and not on an xdist worker), write bench/results/verify.json: the
     command, date, commit, machine and every sweep test's outcome, time and figures."""
     config = session.config
+    if config.getoption("--write-durations") and not hasattr(config, "workerinput"):
+        times = {k: round(v, 1) for k, v in sorted(config.stash[_TIMES].items()) if v >= 0.5}
+        DURATIONS.write_text(json.dumps(times, indent=0) + "\n")
     if not config.getoption("--verify") or hasattr(config, "workerinput"):
         return
     rows = config.stash[_RECORD]
@@ -185,3 +256,4 @@ async def browser():
     await b.start()
     yield b
     await b.close()
+
