@@ -169,6 +169,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     os.replace(part, path)  # whole, whichever worker writes last (they collect the same tests)
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: unknown under -p no:xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Under `--dist loadgroup`: whole groups to one worker each, in the workers' order."""
     if config.getvalue("dist") != "loadgroup":

@@ -137,10 +137,11 @@ async def test_every_task_resets_and_accepts_a_step(browser, sweep, record_prope
     assert not failures, "\n".join(failures)
 
 
-async def test_scripted_policy_solves_its_tasks():
+async def test_scripted_policy_solves_its_tasks_in_a_browser_run_episodes_starts_itself():
+    """`run_episodes` without a browser starts and closes its own. (How well each expert
+    solves its task, over many seeds, is test_miniwob_experts.py's sweep.)"""
     tasks = load_tasks("miniwob", names=list(MiniWoBExpert.TASKS[:5]))
-    result = await run_episodes(MiniWoBExpert(), tasks, episodes=6, concurrency=6, seed=11)
+    result = await run_episodes(MiniWoBExpert(), tasks, episodes=2, concurrency=6, seed=11)
     m = result.metrics
-    assert m["episodes"] == 30 and m["infra_failures"] == 0
+    assert m["episodes"] == 10 and m["infra_failures"] == 0
     assert m["success_rate"] >= 0.9, m
-    assert all(rate >= 0.8 for rate in m["per_task"].values()), m["per_task"]
