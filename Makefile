@@ -35,8 +35,10 @@ test-fast: install
 
 # The sweeps (tests marked sweep) over every page and seed, instead of the sample `make test`
 # runs; writes bench/results/verify.json (command, date, commit, each test's outcome and time).
+# One worker: each sweep plays its episodes four at a time already, and a second worker's
+# page loads would only slow them to their navigation timeouts.
 verify: install
-	$(BIN)/python -m pytest -q -m sweep --verify $(XDIST)
+	$(BIN)/python -m pytest -q -m sweep --verify -p no:xdist
 
 install: $(VENV)/.installed browser
 
