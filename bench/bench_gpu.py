@@ -12,9 +12,8 @@ batch 8 and 32 after 1024-token prompts.
 No weights are needed: the models are random-initialised from the real architectures'
 configs (written out below), because memory and speed do not depend on weight values.
 QLoRA needs the weights on disk to quantise them at load time, so the random model is
-saved once to --scratch first. Needs a CUDA GPU; it has not been run by this project
-yet (no GPU was available to the session that wrote it), so BENCHMARKS.md has no
-figures from it.
+saved once to --scratch first. Needs a CUDA GPU; it has not been run on one yet, so
+BENCHMARKS.md has no figures from it.
 """
 
 from __future__ import annotations
