@@ -36,10 +36,6 @@ VERIFY_RECORD = ROOT / "bench" / "results" / "verify.json"
 
 T = TypeVar("T")
 _SWEEP = pytest.StashKey["Sweep"]()  # this run's sample of the sweeps
-_RECORD = pytest.StashKey[list]()  # under --verify: the sweep tests' outcomes
-_START = pytest.StashKey[float]()  # when the session started
-_TIMES = pytest.StashKey[dict]()  # under --write-durations: seconds per test
-_CONFIG: list[pytest.Config] = []  # the running session's config, for the report hook
 
 
 # ---------------------------------------------------------------- sweeps: a rotating sample, or all
@@ -93,12 +89,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SWEEP] = _sweep(config)
-    config.stash[_RECORD] = []
-    config.stash[_TIMES] = {}
+    if (config.getoption("--verify") or config.getoption("--write-durations")) and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Recorder(config), "webr1-recorder")
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         # the controller of `pytest -n`: where its workers write the groups they collect
         os.environ[GROUPS_ENV] = str(Path(tempfile.mkdtemp(prefix="webr1-test-groups-")) / "groups.json")
-    _CONFIG.append(config)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -189,54 +184,46 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return GroupScheduling(config, log)
 
 
-# ---------------------------------------------------------------- the verify record
+# ---------------------------------------------------------------- the verify record, test durations
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Under --verify, keep each sweep test's outcome, time and recorded figures
-    (`record_property`); under `-n` this runs in the controller, with every worker's reports."""
-    config = _CONFIG[-1] if _CONFIG else None
-    if config is None:
-        return
-    if config.getoption("--write-durations"):
-        times = config.stash[_TIMES]
-        times[report.nodeid] = times.get(report.nodeid, 0.0) + report.duration
-    if not config.getoption("--verify"):
-        return
-    if report.when == "call" or report.outcome != "passed":
-        config.stash[_RECORD].append({"test": report.nodeid, "phase": report.when, "outcome": report.outcome,
-                                      "seconds": round(report.duration, 1), **dict(report.user_properties)})
+class Recorder:
+    """In the process that reports (serial pytest, or the controller under `-n`, which gets
+    every worker's reports): under --verify, each sweep test's outcome, time and recorded
+    figures (`record_property`), written to bench/results/verify.json with the command,
+    date, commit and machine; under --write-durations, each test's seconds, written to
+    tests/durations.json."""
 
+    def __init__(self, config: pytest.Config) -> None:
+        self.config, self.start = config, time.time()
+        self.rows: list[dict] = []
+        self.times: dict[str, float] = {}
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Under --verify (and not on an xdist worker), write bench/results/verify.json: the
-    command, date, commit, machine and every sweep test's outcome, time and figures."""
-    config = session.config
-    if config.getoption("--write-durations") and not hasattr(config, "workerinput"):
-        times = {k: round(v, 1) for k, v in sorted(config.stash[_TIMES].items()) if v >= 0.5}
-        DURATIONS.write_text(json.dumps(times, indent=0) + "\n")
-    if not config.getoption("--verify") or hasattr(config, "workerinput"):
-        return
-    rows = config.stash[_RECORD]
-    failed = [r["test"] for r in rows if r["outcome"] == "failed"]
-    record = {
-        "command": "make verify  (" + " ".join(["pytest", *sys.argv[1:]]) + ")",
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": config.stash[_SWEEP].commit,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "exit_status": int(exitstatus),
-        "tests": len([r for r in rows if r["phase"] == "call"]),
-        "failed": failed,
-        "minutes": round((time.time() - config.stash[_START]) / 60, 1),
-        "results": rows,
-    }
-    VERIFY_RECORD.parent.mkdir(parents=True, exist_ok=True)
-    VERIFY_RECORD.write_text(json.dumps(record, indent=1) + "\n")
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.times[report.nodeid] = self.times.get(report.nodeid, 0.0) + report.duration
+        if report.when == "call" or report.outcome != "passed":
+            self.rows.append({"test": report.nodeid, "phase": report.when, "outcome": report.outcome,
+                              "seconds": round(report.duration, 1), **dict(report.user_properties)})
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[_START] = time.time()
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.config.getoption("--write-durations"):
+            times = {k: round(v, 1) for k, v in sorted(self.times.items()) if v >= 0.5}
+            DURATIONS.write_text(json.dumps(times, indent=0) + "\n")
+        if not self.config.getoption("--verify"):
+            return
+        record = {
+            "command": "make verify  (" + " ".join(["pytest", *sys.argv[1:]]) + ")",
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": self.config.stash[_SWEEP].commit,
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "exit_status": int(exitstatus),
+            "tests": sum(r["phase"] == "call" for r in self.rows),
+            "failed": [r["test"] for r in self.rows if r["outcome"] == "failed"],
+            "minutes": round((time.time() - self.start) / 60, 1),
+            "results": self.rows,
+        }
+        VERIFY_RECORD.parent.mkdir(parents=True, exist_ok=True)
+        VERIFY_RECORD.write_text(json.dumps(record, indent=1) + "\n")
 
 
 # ---------------------------------------------------------------- browser and pages
