@@ -27,6 +27,14 @@ from typing import Sequence, TypeVar
 import pytest
 import pytest_asyncio
 
+# Under `pytest -n N` on N cores, each worker gets one math thread (torch reads
+# OMP_NUM_THREADS when it loads; the processes a test starts inherit it). With torch's
+# default of one thread per core, two workers put four spinning threads on two cores: a
+# model-bound test beside another slowed down several-fold (past its timeout beside a vLLM
+# server), and the suite spent more CPU time for the same work. Serial runs keep torch's default.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 from webr1_kit.browser import Browser
 from webr1_kit.tasks.miniwob import StaticServer
 

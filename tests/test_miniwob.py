@@ -53,6 +53,39 @@ async def test_a_seed_fixes_the_episode(browser):
         await env.close()
 
 
+async def test_an_episode_in_a_reused_tab_sees_what_a_fresh_context_sees_and_nothing_of_the_last(browser):
+    """MiniWoB++ episodes reuse their tab (Suite.reuse_tab): the same page seed must give
+    the same observation as in a fresh context, with the last episode's storage, cookies
+    and history gone."""
+    tasks = {t.task_id: t for t in load_tasks("miniwob", names=["click-checkboxes", "enter-text", "click-tab-2"])}
+    fresh, reused = {}, {}
+    for task_id, task in tasks.items():
+        env = BrowserEnv(browser)
+        try:
+            fresh[task_id] = ((await env.reset(task, seed=11)).text, env.intent)
+        finally:
+            await env.close()
+    env = BrowserEnv(browser)
+    try:
+        for task_id, task in tasks.items():
+            await env.reset(task, seed=3)
+            first = env.context
+            await env.step('do(action="Type", element="1", argument="x")')  # whatever the page makes of it
+            await env.page.evaluate("() => { localStorage.setItem('k', '1'); sessionStorage.setItem('k', '1'); "
+                                    "document.cookie = 'k=1'; }")
+            obs = await env.reset(task, seed=11)
+            reused[task_id] = (obs.text, env.intent)
+            assert env.context is first and len(env.pages) == 1  # the same tab ...
+            left = await env.page.evaluate("() => [localStorage.getItem('k'), sessionStorage.getItem('k'), "
+                                           "document.cookie, history.length]")
+            assert left == [None, None, "", 1]  # ... with nothing of the last episode
+            step = await env.step("go_backward()")
+            assert step.info["error_kind"] == "no_history" and not step.done
+    finally:
+        await env.close()
+    assert reused == fresh
+
+
 async def test_reward_is_binary_page_success_and_ends_the_episode(browser):
     env = BrowserEnv(browser)
     task = load_tasks("miniwob", names=["click-button"])[0]

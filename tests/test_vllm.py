@@ -60,6 +60,7 @@ def trainer_logprobs(policy, traj, temperature):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # eight model turns through the server, then the trainer scores each (about 2 min alone)
 @needs_server
 @on_shared_server
 async def test_episodes_through_the_server_record_what_the_trainer_scores(server, tmp_path):

@@ -298,6 +298,8 @@ class BrowserEnv:
         self._server_errors: list[str] = []
         self._crashed = False
         self._watched: list[Any] = []
+        self._episodes_here = 0
+        """Episodes started in the current context (see `_can_reuse`)."""
 
     # ------------------------------------------------------------------ pages
 
@@ -381,22 +383,74 @@ class BrowserEnv:
     async def reset(self, task: Task, seed: int | None = None) -> Observation:
         """Start an episode of `task` in a fresh context and return the first observation.
 
+        A suite whose pages keep no browser state (`Suite.reuse_tab`, e.g. MiniWoB++)
+        starts the next episode in the last one's tab instead, with its storage, cookies
+        and history cleared: a new renderer process per episode was most of an episode's
+        CPU time on a 2-core machine.
+
         `seed` fixes the page's randomness where the suite supports it (MiniWoB++).
         Raises InfraError when the browser or the start page fails.
         """
         from .tasks import get_suite
 
-        await self._close_context()
-        self.task, self.suite = task, get_suite(task.suite)
+        suite = get_suite(task.suite)
+        reuse = await self._can_reuse(task, suite)
+        if not reuse:
+            await self._close_context()
+        self.task, self.suite = task, suite
         self.seed = seed if seed is not None else random.randrange(2**31)
         self.steps, self.done, self.intent = 0, False, ""
         self.errors = Counter()
         self._ids, self._blocked, self._notes, self._server_errors = set(), [], [], []
-        self._crashed, self._watched = False, []
-        async with self.browser.starting():
-            await self._start(task)
+        if reuse:
+            await self._restart(task)
+        else:
+            self._crashed, self._watched, self._episodes_here = False, [], 0
+            async with self.browser.starting():
+                await self._start(task)
+        self._episodes_here += 1
         self._notes = []
         return await self._observe(None)
+
+    REUSE_LIMIT = 50
+    """Episodes one context serves before a fresh one (reuse bounds, not removes, its cost)."""
+
+    async def _can_reuse(self, task: Task, suite: Any) -> bool:
+        """Whether the next episode may start in the current tab: the suite allows it
+        (`Suite.reuse_tab`), the last episode was of the same suite and origins, it left
+        one healthy tab, and the context has served fewer than REUSE_LIMIT episodes."""
+        if not (getattr(suite, "reuse_tab", False) and self.context is not None and self.suite is suite
+                and len(self.pages) == 1 and not self._crashed and self._episodes_here < self.REUSE_LIMIT):
+            return False
+        if suite.origins(task) != self._prefixes or self.page.is_closed():
+            return False
+        browser = self.context.browser
+        return browser.is_connected() if browser is not None else self.browser.connected
+
+    async def _restart(self, task: Task) -> None:
+        """Start an episode in the last episode's tab: storage and cookies cleared, a new
+        document of the start page, and the tab's history emptied, so that nothing of the
+        last episode is left to observe, read or go back to."""
+        page = self.page
+        try:
+            await page.evaluate(_FORGET_JS)
+            await self.context.clear_cookies()
+            await self.suite.setup(self.context, task, self.seed)
+            response = await page.goto(self.suite.start_url(task), wait_until="load")
+            if response is not None and response.status >= 400:
+                raise InfraError(f"{task.task_id}: start page answered HTTP {response.status}")
+            cdp = await self.context.new_cdp_session(page)
+            try:
+                await cdp.send("Page.resetNavigationHistory")
+            finally:
+                await cdp.detach()
+            self.intent = await self.suite.prepare(page, task, self.seed)
+        except Exception as exc:
+            self._episodes_here = self.REUSE_LIMIT  # a retry starts in a fresh context
+            if isinstance(exc, InfraError):
+                raise
+            self._raise_if_infra(exc)
+            raise InfraError(f"{task.task_id}: could not restart the task in its tab: {_first_line(exc)}") from None
 
     async def _start(self, task: Task) -> None:
         """Open the episode's context and start page, and let the suite set the task up."""
@@ -604,6 +658,7 @@ class BrowserEnv:
         self.context, self.pages, self.active = None, [], 0
 
 
+_FORGET_JS = "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
 _SCROLL_GET_JS = "() => [window.scrollX, window.scrollY]"
 _SCROLL_SET_JS = "([x, y]) => window.scrollTo(x, y)"
 

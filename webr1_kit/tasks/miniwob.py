@@ -172,6 +172,10 @@ class MiniWoBSuite(Suite):
 
     name = "miniwob"
     exclude = HUD
+    # Every MiniWoB++ page is static HTML whose task lives in the document's own script:
+    # a new document of the same page is a new episode (MiniWoB++'s own harness restarts
+    # episodes in one tab). Reusing the tab skips a new renderer process per episode.
+    reuse_tab = True
 
     def start_url(self, task: Task) -> str:
         if "://" in task.start_url:

@@ -28,6 +28,10 @@ class Suite:
     name = "json"
     exclude: str | None = None
     """CSS selector of page parts the agent must not see (e.g. a benchmark's own HUD)."""
+    reuse_tab = False
+    """Whether an environment may start the next episode in the tab of the last one (new
+    document, history and storage cleared) instead of a new browser context. Only for
+    suites whose pages keep no state the browser would carry over (`BrowserEnv.reset`)."""
 
     def __init__(self, judge: Judge = text_judge):
         self.judge = judge
