@@ -3,9 +3,12 @@ tests/test_distributed.py runs it alone and under `accelerate launch`, and compa
 
     python tests/dp_worker.py grpo OUT          one M-GRPO update (two passes, KL on)
     python tests/dp_worker.py sft OUT STEPS     BC up to STEPS steps in OUT/run (resumes)
+    python tests/dp_worker.py grpo OUT1 + sft OUT2 2 + ...    several jobs, one after another
 
 Every process writes OUT/rank-R.pt (its LoRA parameters afterwards); the main one also
-writes OUT/stats.json (what the step logged).
+writes OUT/stats.json (what the step logged). Each job starts from the same seed and a new
+policy, as if launched alone; several jobs in one launch pay the interpreter's start (torch,
+transformers and peft imports) and the process group's set-up once.
 """
 
 from __future__ import annotations
@@ -48,12 +51,23 @@ def fixed_groups(vocab: int) -> list[TrajectoryGroup]:
 
 
 def main() -> None:
+    args, job = sys.argv[1:], []
+    for arg in args + ["+"]:
+        if arg != "+":
+            job.append(arg)
+        elif job:
+            torch.manual_seed(0)
+            run(job)
+            job = []
+
+
+def run(job: list[str]) -> None:
     from transformers import AutoTokenizer
 
     from webr1_kit.models import embedded_path
 
     warnings.filterwarnings("ignore", message="the generator's log-probabilities")  # made-up old log-probs
-    mode, out = sys.argv[1], Path(sys.argv[2])
+    mode, out = job[0], Path(job[1])
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = AutoTokenizer.from_pretrained(embedded_path())
     policy = make_policy(tokenizer)
@@ -74,7 +88,7 @@ def main() -> None:
         stats = update(policy, batch, cfg, make_optimizer(policy.model, cfg.lr, tuple(cfg.betas)))
     else:
         demos = [demo(k) for k in range(8)]  # 16 turns: two steps of 8
-        stats = train_sft(policy, demos, SFTConfig(batch_size=8, max_steps=int(sys.argv[3]), micro_batch_tokens=300,
+        stats = train_sft(policy, demos, SFTConfig(batch_size=8, max_steps=int(job[2]), micro_batch_tokens=300,
                                                    lr=1e-3, warmup_steps=0, save_every=1), out=out / "run",
                           progress=False)
     params = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
@@ -84,5 +98,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    torch.manual_seed(0)
     main()

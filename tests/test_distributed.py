@@ -65,10 +65,21 @@ def test_one_process_is_the_default_and_needs_no_process_group(monkeypatch):
         distributed.size()
 
 
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """The training jobs of the two tests below, run in two launches: one process, then two.
+    An M-GRPO update on each ("one", "two"); BC for two steps on one process ("straight");
+    BC for one step on one process, resumed for the second on two ("mixed")."""
+    out = tmp_path_factory.mktemp("dp")
+    launch([str(WORKER), "grpo", str(out / "one"), "+", "sft", str(out / "straight"), "2",
+            "+", "sft", str(out / "mixed"), "1"], 1)
+    launch([str(WORKER), "grpo", str(out / "two"), "+", "sft", str(out / "mixed"), "2"], 2)
+    return out
+
+
 @pytest.mark.slow
-def test_an_m_grpo_update_on_two_processes_equals_the_one_process_update(tmp_path):
-    launch([str(WORKER), "grpo", str(tmp_path / "one")], 1)
-    launch([str(WORKER), "grpo", str(tmp_path / "two")], 2)
+def test_an_m_grpo_update_on_two_processes_equals_the_one_process_update(trained):
+    tmp_path = trained
     one, two, other = (lora(tmp_path / p) for p in ("one/rank-0.pt", "two/rank-0.pt", "two/rank-1.pt"))
     start = lora(tmp_path / "one" / "start.pt")
     assert max_diff(one, start) > 1e-3  # the update moved the adapter ...
@@ -81,10 +92,8 @@ def test_an_m_grpo_update_on_two_processes_equals_the_one_process_update(tmp_pat
 
 
 @pytest.mark.slow
-def test_behaviour_cloning_resumed_on_two_processes_continues_the_one_process_run(tmp_path):
-    launch([str(WORKER), "sft", str(tmp_path / "straight"), "2"], 1)  # two steps on one process
-    launch([str(WORKER), "sft", str(tmp_path / "mixed"), "1"], 1)  # one step on one process ...
-    launch([str(WORKER), "sft", str(tmp_path / "mixed"), "2"], 2)  # ... the second on two
+def test_behaviour_cloning_resumed_on_two_processes_continues_the_one_process_run(trained):
+    tmp_path = trained  # two steps on one process ("straight"); one on one process, the second on two ("mixed")
     straight, mixed = lora(tmp_path / "straight" / "rank-0.pt"), lora(tmp_path / "mixed" / "rank-0.pt")
     assert max_diff(straight, mixed) < 1e-5
     assert max_diff(mixed, lora(tmp_path / "mixed" / "rank-1.pt")) == 0.0

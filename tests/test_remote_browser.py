@@ -135,8 +135,11 @@ def test_sites_serve_host_listens_on_the_address_its_urls_name():
     import urllib.error
     import urllib.request
 
+    # Ctrl-C's signal, with its default disposition even where this suite runs in the background
+    # of a script (which starts its children with SIGINT ignored, and Python then keeps it so)
     proc = subprocess.Popen([sys.executable, "-m", "webr1_kit.cli", "sites", "serve", "--host", "127.0.0.2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         lines = []
         while not lines or "Ctrl-C" not in lines[-1]:
@@ -151,7 +154,11 @@ def test_sites_serve_host_listens_on_the_address_its_urls_name():
             urllib.request.urlopen(urls[0].replace("127.0.0.2", "127.0.0.1") + "/", timeout=10)
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # no server left behind by a failing test
+            raise
 
 
 def test_episodes_on_a_browser_server_play_sites_served_on_the_sites_host(tmp_path):
