@@ -18,8 +18,10 @@ TORCH  ?= torch==2.13.0
 
 # The suite runs on two worker processes (pytest-xdist), longest tests first; the tests of a
 # module that share a costly set-up (a model, a run, a server) stay on one worker
-# (tests/conftest.py). Most tests are CPU-bound in Chromium, so two workers on two cores gain
-# less than 2x (1.46x measured on an earlier test set). `make test WORKERS=0` runs serially.
+# (tests/conftest.py). Most tests keep both cores busy even on one worker (Chromium's processes,
+# torch's threads), so two workers gain less than 2x: 1.46x on an earlier test set, while two
+# browser-only files alone took 150 s on two workers and 120 s on one; the gain comes from
+# the mix. Each worker does its math on one thread. `make test WORKERS=0` runs serially.
 WORKERS ?= 2
 XDIST  := $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS) --dist loadgroup)
 
