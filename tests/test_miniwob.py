@@ -71,6 +71,7 @@ async def test_an_episode_in_a_reused_tab_sees_what_a_fresh_context_sees_and_not
             await env.reset(task, seed=3)
             first = env.context
             await env.step('do(action="Type", element="1", argument="x")')  # whatever the page makes of it
+            await env.evaluate()  # the episode ends (an unfinished one leaves the next a fresh context)
             await env.page.evaluate("() => { localStorage.setItem('k', '1'); sessionStorage.setItem('k', '1'); "
                                     "document.cookie = 'k=1'; }")
             obs = await env.reset(task, seed=11)

@@ -417,10 +417,12 @@ class BrowserEnv:
 
     async def _can_reuse(self, task: Task, suite: Any) -> bool:
         """Whether the next episode may start in the current tab: the suite allows it
-        (`Suite.reuse_tab`), the last episode was of the same suite and origins, it left
-        one healthy tab, and the context has served fewer than REUSE_LIMIT episodes."""
+        (`Suite.reuse_tab`), the last episode was of the same suite and origins and ended
+        (an episode cut off by an infrastructure failure, or a start that failed, leaves the
+        next one a fresh context), it left one healthy tab, and the context has served fewer
+        than REUSE_LIMIT episodes."""
         if not (getattr(suite, "reuse_tab", False) and self.context is not None and self.suite is suite
-                and len(self.pages) == 1 and not self._crashed and self._episodes_here < self.REUSE_LIMIT):
+                and self.done and len(self.pages) == 1 and not self._crashed and self._episodes_here < self.REUSE_LIMIT):
             return False
         if suite.origins(task) != self._prefixes or self.page.is_closed():
             return False
@@ -445,10 +447,9 @@ class BrowserEnv:
             finally:
                 await cdp.detach()
             self.intent = await self.suite.prepare(page, task, self.seed)
+        except InfraError:
+            raise
         except Exception as exc:
-            self._episodes_here = self.REUSE_LIMIT  # a retry starts in a fresh context
-            if isinstance(exc, InfraError):
-                raise
             self._raise_if_infra(exc)
             raise InfraError(f"{task.task_id}: could not restart the task in its tab: {_first_line(exc)}") from None
 

@@ -337,7 +337,6 @@ async def _attempt(env: BrowserEnv, job: Job, policy: Policy, max_turns: int, re
                                      max_invalid=max_invalid)
         except InfraError as exc:
             error = str(exc)
-            await env._close_context()  # the retry starts in a fresh context, never in the failed tab
             await env.browser.ensure_alive()  # if the whole browser died, start a new one for everybody
     return Trajectory(task_id=job.task.task_id, intent=env.intent or job.task.intent, seed=job.seed,
                       status="infra_failure", termination="infra", infra_error=error, meta=task_meta(job.task))
