@@ -30,7 +30,9 @@ XDIST  := $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS) --dist loadgroup
 demo: install
 	$(BIN)/webr1 demo
 
-test: install vllm
+# The two virtualenvs install side by side (pip works mostly on one core).
+test:
+	$(MAKE) -j2 install vllm
 	WEBR1_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(BIN)/python -m pytest -q $(XDIST)
 
 test-fast: install

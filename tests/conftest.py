@@ -246,10 +246,21 @@ def fixture_server():
 
 
 @pytest_asyncio.fixture(scope="session")
-async def browser():
-    """One Chromium for the whole session; each environment gets its own context."""
+async def chromium():
+    """One Chromium for the whole session (per worker). Tests take it as `browser`; a
+    module-scoped fixture takes it as is."""
     b = Browser()
     await b.start()
     yield b
     await b.close()
+
+
+@pytest_asyncio.fixture
+async def browser(chromium):
+    """The session's Chromium; each environment gets its own context. The tabs that runs
+    leave for later runs (`Browser.park`) are closed before and after each test, so that
+    no test starts in another's tab or counts its contexts."""
+    await chromium.close_idle()
+    yield chromium
+    await chromium.close_idle()
 

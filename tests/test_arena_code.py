@@ -235,9 +235,9 @@ async def test_issue_edit_star_and_approve_change_what_the_pages_show(browser):
 # ---------------------------------------------------------------- templates: expert successes
 
 @pytest_asyncio.fixture(scope="module")
-async def expert_run(browser):
+async def expert_run(chromium):
     """The expert on one test-split instance of every code template (one batch, concurrency 3)."""
-    _, result = await run_expert(browser, TEMPLATE_IDS)
+    _, result = await run_expert(chromium, TEMPLATE_IDS)
     return {t.meta["template"]: t for t in result.trajectories}
 
 

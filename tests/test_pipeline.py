@@ -7,6 +7,7 @@ import json
 import pytest
 
 from webr1_kit.aio import run
+from webr1_kit.browser import Browser
 from webr1_kit.config import ConfigError
 from webr1_kit.pipeline import SCALES, Pipeline, run_pipeline, saved_config, scale_config
 from webr1_kit.report import success_table, write_report
@@ -116,12 +117,29 @@ def test_a_variant_runs_from_a_moved_bc_run_whose_stage_files_name_old_paths(smo
     stage = moved / "stages" / "sft.json"
     stage.write_text(json.dumps({**json.loads(stage.read_text()), "adapter": "somewhere/else/sft/adapter"}))
     variant = tmp_path / "variant"
-    other = Pipeline(scale_config("smoke", {**EXTRA, "grpo": {"loss_norm": "paper"}}), variant, progress=False)
-    assert "sft" in other.reuse_bc(moved)
-    assert json.loads((variant / "stages" / "sft.json").read_text())["adapter"] == str(variant / "sft" / "adapter")
-    run(other.run())
+
+    async def on_a_browser_of_its_own():
+        """The variant's stages on a browser the caller gave (as a notebook running several
+        pipelines does): every context is opened on it, and it is left open."""
+        browser = Browser()
+        opened = []
+        new_context = browser.new_context
+        browser.new_context = lambda *a, **kw: (opened.append(1), new_context(*a, **kw))[1]
+        try:
+            other = Pipeline(scale_config("smoke", {**EXTRA, "grpo": {"loss_norm": "paper"}}), variant,
+                             progress=False, browser=browser)
+            assert "sft" in other.reuse_bc(moved)
+            assert (json.loads((variant / "stages" / "sft.json").read_text())["adapter"]
+                    == str(variant / "sft" / "adapter"))
+            await other.run()
+            return other, browser.connected, len(opened)
+        finally:
+            await browser.close()
+
+    other, still_open, contexts = run(on_a_browser_of_its_own())
     assert other.done("rl") is not None and (variant / "eval" / "rl.jsonl").is_file()
     assert (variant / "rl" / "adapter" / "adapter_model.safetensors").is_file()
+    assert still_open and contexts >= 4  # RL's group and every evaluation played on it
 
 
 def test_until_stops_after_a_stage_and_the_next_run_goes_on_from_it_or_skips_an_evaluation(tmp_path, capsys):
@@ -161,17 +179,26 @@ def test_until_stops_after_a_stage_and_the_next_run_goes_on_from_it_or_skips_an_
         main(["demo", "--scale", "smoke", "--out", str(variant), "--skip", "sft"])  # argparse names the choices
 
 
-def test_rl_starts_from_the_init_adapter(smoke_run, tmp_path):
+def test_rl_starts_from_the_init_adapter(smoke_run, tmp_path, monkeypatch):
     """Without the warm-up, M-GRPO starts from `init_adapter`: the frozen KL reference, saved
     when RL starts, holds exactly that adapter's weights. An adapter that is not there is
-    named before anything runs."""
+    named before anything runs. The run's stages share one Chromium."""
     from safetensors.torch import load_file
 
     out, _ = smoke_run
     start = out / "sft" / "adapter"
     cfg = scale_config("smoke", {"warmup": False, "init_adapter": str(start)})
     p = Pipeline(cfg, tmp_path / "from-bc", progress=False)
+    launches = []
+    launch = Browser._launch
+
+    async def counted(self):
+        launches.append(self)
+        await launch(self)
+
+    monkeypatch.setattr(Browser, "_launch", counted)
     run(p.run())
+    assert len(launches) == 1  # one Chromium for RL and both evaluations
     reference = load_file(str(tmp_path / "from-bc" / "rl" / "reference" / "adapter_model.safetensors"))
     init = load_file(str(start / "adapter_model.safetensors"))
     assert reference.keys() == init.keys() and all((reference[k] == init[k]).all() for k in init)

@@ -50,6 +50,29 @@ async def test_seeds_fix_the_run_whatever_the_concurrency(browser):
     assert episode_seeds(tasks, 4, 3) != episode_seeds(tasks, 4, 4)
 
 
+async def test_a_later_run_on_the_browser_starts_in_the_tabs_an_earlier_run_left(browser):
+    """A run leaves its MiniWoB++ environments parked on the browser (`Browser.park`); the
+    next run with the same config plays in their tabs and sees the pages a fresh context
+    shows for the same seeds. A run with another config, and arena episodes (a context
+    each), never take them; `close_idle` closes them."""
+    from webr1_kit.config import EnvConfig
+
+    tasks = load_tasks("miniwob", names=["click-checkboxes", "enter-text"])
+    fresh = await run_episodes(MiniWoBExpert(), tasks, episodes=2, concurrency=2, browser=browser, seed=11)
+    parked = list(browser._parked)
+    assert len(parked) == 2 and sum(browser.load().values()) == 2
+    again = await run_episodes(MiniWoBExpert(), tasks, episodes=2, concurrency=2, browser=browser, seed=11)
+    assert {id(e) for e in browser._parked} == {id(e) for e in parked}  # the same two, taken and parked again
+    assert all(e._episodes_here == 4 for e in parked)  # two episodes a run each, in one tab
+    assert [(t.seed, t.intent, [u.observation["content"] for u in t.turns]) for t in again.trajectories] == \
+        [(t.seed, t.intent, [u.observation["content"] for u in t.turns]) for t in fresh.trajectories]
+    other = await run_episodes(MiniWoBExpert(), tasks[:1], episodes=1, browser=browser, seed=11,
+                               config=EnvConfig(viewport_width=800))
+    assert other.metrics["success_rate"] == 1.0 and len(browser._parked) == 3  # its own environment, parked too
+    await browser.close_idle()
+    assert browser._parked == [] and sum(browser.load().values()) == 0 and browser.connected
+
+
 def test_samples_per_page_replay_the_same_pages_and_old_schedules_are_kept():
     tasks = load_tasks("miniwob", names=["click-button", "click-link"])
     once = episode_seeds(tasks, 3, 7)

@@ -38,11 +38,11 @@ class Quitter:
 
 
 @pytest_asyncio.fixture(scope="module")
-async def episodes(browser):
+async def episodes(chromium):
     """Two recorded episodes of one MiniWoB++ problem (same page seed), with screenshots:
     the scripted expert (2 steps, reward 1) and the quitter (1 step, reward 0)."""
     task = load_tasks("miniwob", names=["enter-text"])[0]
-    env = BrowserEnv(browser, EnvConfig(screenshot=True, viewport_width=480, viewport_height=320))
+    env = BrowserEnv(chromium, EnvConfig(screenshot=True, viewport_width=480, viewport_height=320))
     try:
         expert = await run_episode(env, task, MiniWoBExpert(), seed=4, max_turns=5)
         quitter = await run_episode(env, task, Quitter(), seed=4, max_turns=5)

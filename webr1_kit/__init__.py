@@ -25,6 +25,7 @@ _EXPORTS = {
     "load_tasks": "tasks",
     "check_tasks": "conformance",
     "EnvConfig": "config",
+    "Browser": "browser",
     "BrowserEnv": "browser",
     "InfraError": "errors",
     "parse_action": "actions",

@@ -125,6 +125,35 @@ class Browser:
         self.executable: str | None = None
         self._lock = asyncio.Lock()
         self._starting = asyncio.Semaphore(self.max_starting)
+        self._parked: list[BrowserEnv] = []  # idle environments a later run may take (`park`)
+
+    PARK_LIMIT = 32
+    """Idle environments kept for later runs at most (each holds a tab and its renderer)."""
+
+    def park(self, env: "BrowserEnv") -> bool:
+        """Keep an environment its runner is done with, so that the next run on this browser
+        (the next M-GRPO step, the next evaluation) starts its first episode in that tab
+        rather than in a new context, as the environment's own next episode would
+        (`BrowserEnv._can_reuse` decides at the next reset). Only an environment whose last
+        episode ended in a tab its suite lets episodes reuse is kept; returns False for any
+        other, which the caller closes."""
+        if env.browser is not self or not env._parkable() or len(self._parked) >= self.PARK_LIMIT:
+            return False
+        self._parked.append(env)
+        return True
+
+    async def close_idle(self) -> None:
+        """Close the parked environments' tabs now; the browser stays up."""
+        parked, self._parked = self._parked, []
+        for env in parked:
+            await env.close()
+
+    def unpark(self, config: EnvConfig) -> "BrowserEnv | None":
+        """A parked environment with exactly this config (the most recent), or None."""
+        for i in range(len(self._parked) - 1, -1, -1):
+            if self._parked[i].config == config:
+                return self._parked.pop(i)
+        return None
 
     async def start(self) -> "Browser":
         async with self._lock:
@@ -230,6 +259,7 @@ class Browser:
             await self._shutdown()
 
     async def _shutdown(self) -> None:
+        await self.close_idle()
         for b in self._browsers.values():
             try:
                 await b.close()  # a connected server's browser: only this connection closes
@@ -414,6 +444,13 @@ class BrowserEnv:
 
     REUSE_LIMIT = 50
     """Episodes one context serves before a fresh one (reuse bounds, not removes, its cost)."""
+
+    def _parkable(self) -> bool:
+        """Whether the next episode could start in this tab as far as this environment
+        knows: the last episode ended in a suite that allows it, in one live tab."""
+        return (self.context is not None and self.done and getattr(self.suite, "reuse_tab", False)
+                and len(self.pages) == 1 and not self._crashed and not self.page.is_closed()
+                and self._episodes_here < self.REUSE_LIMIT)
 
     async def _can_reuse(self, task: Task, suite: Any) -> bool:
         """Whether the next episode may start in the current tab: the suite allows it

@@ -87,6 +87,7 @@ import math
 import random
 import time
 import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -459,10 +460,12 @@ class TaskTally:
 async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPOConfig | None = None,
                      eval_tasks: list[Task] | None = None, out: str | Path | None = None,
                      env_config: EnvConfig | None = None, resume: bool = True, progress: bool = True,
-                     demos: Sequence[Trajectory] | None = None) -> GRPORun:
+                     demos: Sequence[Trajectory] | None = None, browser: Any = None) -> GRPORun:
     """Alternate grouped rollouts and M-GRPO updates for `cfg.steps` steps.
 
     demos: expert demonstrations for the behaviour-cloning term (`cfg.replay_coef`).
+    browser: a started `Browser` to play on, which the caller closes (e.g. the pipeline's,
+    shared by its stages); None: the run starts one of its own and closes it at the end.
 
     Every step appends a metrics row to <out>/metrics.jsonl and its rollouts to
     <out>/trajectories/step-N.jsonl; held-out evaluations run before training and every
@@ -519,7 +522,7 @@ async def train_grpo(policy: TrainablePolicy, train_tasks: list[Task], cfg: GRPO
         held_out = random.Random(f"{cfg.seed}/eval").sample(held_out, cfg.eval_tasks)
     bar = _bar(cfg.steps, start) if progress and distributed.is_main() else None
     groups: list[TrajectoryGroup] = []
-    async with Browser(env_config) as browser:
+    async with (Browser(env_config) if browser is None else nullcontext(browser)) as browser:
 
         async def evaluate(step: int) -> None:
             t0 = time.perf_counter()

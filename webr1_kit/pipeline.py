@@ -254,6 +254,11 @@ class Pipeline:
     """Evaluation stages not to run, e.g. ("eval-bc",) for an RL variant whose BC policy was
     evaluated in another run directory: the report then lacks their rows. Only evaluations
     can be skipped, since the other stages feed the ones after them."""
+    browser: Any = None
+    """A `Browser` every stage plays on, which the caller closes: a notebook that runs
+    several pipelines starts one Chromium for all of them. None: `run` starts one for all
+    its stages, and a stage method called on its own (`evaluate`, `reinforcement`) starts
+    its own."""
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -272,6 +277,11 @@ class Pipeline:
         else:
             saved.write_text(json.dumps(now, indent=1))
         self._policy = None
+        self._run_browser = None  # the browser `run` started for its stages
+
+    def _browser(self) -> Any:
+        """The browser the stages share (None: each starts its own)."""
+        return self.browser if self.browser is not None else self._run_browser
 
     # -- bookkeeping
 
@@ -378,7 +388,7 @@ class Pipeline:
         r = self.cfg.rollout
         res = await run_episodes(Expert(), tasks, episodes=self.cfg.demos_per_task, concurrency=r.concurrency,
                                  max_turns=max(r.max_turns, 30), retries=r.retries, seed=self.cfg.seed,
-                                 progress=self.progress, config=self.cfg.env)
+                                 progress=self.progress, config=self.cfg.env, browser=self._browser())
         good = [t for t in res.trajectories if t.success]
         write_jsonl(self.out / "demos.jsonl", good)
         return self.mark("demos", {"episodes": len(res.trajectories), "successful": len(good),
@@ -397,7 +407,7 @@ class Pipeline:
         kw = dict(episodes=episodes or self.cfg.eval_episodes, concurrency=r.concurrency,
                   max_turns=max_turns or r.max_turns, max_invalid=r.max_invalid, retries=r.retries,
                   seed=self.cfg.seed + EVAL_SEED_OFFSET, samples_per_page=max(1, samples_per_page),
-                  progress=self.progress, config=replace(self.cfg.env, screenshot=screenshots))
+                  progress=self.progress, config=replace(self.cfg.env, screenshot=screenshots), browser=self._browser())
         tasks = tasks if tasks is not None else run_tasks(self.cfg, "eval")
         temperature = policy.sampling.temperature if samples_per_page else 0.0
         if adapter is not None:
@@ -473,7 +483,7 @@ class Pipeline:
             await self.demonstrations()
             demos = list(read_jsonl(self.out / "demos.jsonl"))
         run = await train_grpo(policy, tasks, g, out=self.out / "rl", env_config=self.cfg.env, progress=self.progress,
-                               demos=demos)
+                               demos=demos, browser=self._browser())
         adapter = self.adapter("rl")
         policy.save_adapter(adapter)
         train = [m for m in run.metrics if m.get("phase") == "train"]
@@ -522,16 +532,28 @@ class Pipeline:
             "eval-rl": lambda: self.evaluate_stage("rl", self.adapter("rl")),
             "eval-base": lambda: self.evaluate_stage("base", None),
         }
-        for stage in self.stages():
-            if stage == "eval-rl":
-                self.say("held-out evaluation of the RL policy")
-            result = work[stage]()
-            if inspect.isawaitable(result):
-                await result
-            if stage == until:
-                self.say(f"stopped after {stage} ({(time.perf_counter() - t0) / 60:.1f} min); "
-                         "run again without stopping there to go on")
-                return self.out
+        # One Chromium for every stage (started when a stage first needs it), unless the
+        # caller gave one.
+        own = None
+        if self._browser() is None:
+            from .browser import Browser
+
+            own = self._run_browser = Browser(self.cfg.env)
+        try:
+            for stage in self.stages():
+                if stage == "eval-rl":
+                    self.say("held-out evaluation of the RL policy")
+                result = work[stage]()
+                if inspect.isawaitable(result):
+                    await result
+                if stage == until:
+                    self.say(f"stopped after {stage} ({(time.perf_counter() - t0) / 60:.1f} min); "
+                             "run again without stopping there to go on")
+                    return self.out
+        finally:
+            if own is not None:
+                self._run_browser = None
+                await own.close()
         self.say("report")
         from .report import write_report
 

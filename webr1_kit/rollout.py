@@ -259,7 +259,8 @@ async def run_jobs(
 
     async def worker() -> None:
         nonlocal in_flight
-        env = BrowserEnv(browser, config or browser.config)
+        # An environment an earlier run on this browser left (its tab is reused), or a new one.
+        env = browser.unpark(config or browser.config) or BrowserEnv(browser, config or browser.config)
         in_flight += 1
         if callable(tell):
             tell(in_flight)
@@ -278,7 +279,8 @@ async def run_jobs(
             in_flight -= 1
             if callable(tell):
                 tell(in_flight)
-            await env.close()
+            if own or not browser.park(env):
+                await env.close()
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(concurrency, len(mine)))))
