@@ -108,6 +108,7 @@ def test_webr1_rl_under_accelerate_plays_each_episode_once_and_writes_once(tmp_p
     from test_training import save_tiny_model
     from transformers import AutoTokenizer
 
+    from webr1_kit.cli import main
     from webr1_kit.models import embedded_path
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_path())
@@ -121,9 +122,11 @@ def test_webr1_rl_under_accelerate_plays_each_episode_once_and_writes_once(tmp_p
         "tasks": {"suite": "miniwob", "names": ["click-button", "focus-text", "click-link"]},
     }
     (tmp_path / "rl.json").write_text(json.dumps(config))
-    rl = ["webr1_kit.cli", "rl", "--config", str(tmp_path / "rl.json"), "--quiet"]
-    launch(rl + ["--out", str(tmp_path / "one")], 1, module=True)
-    done = launch(rl + ["--out", str(tmp_path / "two")], 2, module=True)
+    rl = ["rl", "--config", str(tmp_path / "rl.json"), "--quiet"]
+    # The one-process reference and the resume run in this process (`webr1 rl` is the same
+    # command either way); only the two-process run needs a launcher.
+    assert main(rl + ["--out", str(tmp_path / "one")]) == 0
+    done = launch(["webr1_kit.cli"] + rl + ["--out", str(tmp_path / "two")], 2, module=True)
     assert done.stdout.count('"out"') == 1  # one process prints the result
 
     def episodes(run: str) -> list[tuple]:
@@ -140,6 +143,6 @@ def test_webr1_rl_under_accelerate_plays_each_episode_once_and_writes_once(tmp_p
     # A run started on two processes resumes on one.
     config["grpo"]["steps"] = 2
     (tmp_path / "rl.json").write_text(json.dumps(config))
-    launch(rl + ["--out", str(tmp_path / "two"), "--resume"], 1, module=True)
+    assert main(rl + ["--out", str(tmp_path / "two"), "--resume"]) == 0
     rows = [json.loads(x) for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]

@@ -264,6 +264,33 @@ async def test_program_html_empty_locator_reads_the_whole_page_text(shop):
     assert result["passed"] is False and "$99.99" in result["reason"]
 
 
+async def test_program_html_fuzzy_match_asks_the_judge_with_the_list_joined(shop):
+    """WebArena-Lite's program_html fuzzy_match: the judge gets the task's intent, the
+    located content and the reference list joined by ", " (one question, as
+    VisualAgentBench's evaluator asks it); its verdict decides the check."""
+    page, ctx, _ = shop
+    loc = "document.querySelector('#status').outerText"
+    t = Task(task_id="t/fuzzy", intent="cancel order 42", start_url="http://127.0.0.1/",
+             eval={"eval_types": ["program_html"],
+                   "program_html": [item(locator=loc, fuzzy_match=["order 42", "cancelled"])]})
+    asked = []
+
+    async def judge(intent, answer, reference):
+        asked.append((intent, answer, reference))
+        return "cancelled" in answer.lower()
+
+    assert (await program_html(t, page, ctx, judge=judge))["passed"] is False
+    await page.click("#cancel")
+    assert (await program_html(t, page, ctx, judge=judge))["passed"] is True
+    assert asked == [("cancel order 42", "Order 42 is Pending", "order 42, cancelled"),
+                     ("cancel order 42", "Order 42 is Cancelled", "order 42, cancelled")]
+    # the default judge: the joined reference must appear in the content
+    assert (await program_html(t, page, ctx))["passed"] is False
+    same = Task(task_id="t/fuzzy2", intent="", start_url="http://127.0.0.1/",
+                eval={"eval_types": ["program_html"], "program_html": [item(locator=loc, fuzzy_match=["Order 42 is cancelled"])]})
+    assert (await program_html(same, page, ctx))["passed"] is True
+
+
 async def test_program_html_must_include_uses_word_boundaries(shop):
     page, ctx, _ = shop
     count = "document.querySelector('#count').outerText"

@@ -340,6 +340,43 @@ def test_lite_test_file_keyed_by_original_ids(tmp_path):
     assert every["webarena/3"].meta["split"] == "test" and every["webarena/27"].meta["split"] == "train"
 
 
+def released_lite_file() -> Path:
+    """WebArena-Lite's test file as released in browsergym-webarenalite 0.14.3 (Apache-2.0,
+    byte-identical to VisualAgentBench's), which `make test` installs without its
+    dependencies: only the file is read, never the package's code."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("browsergym.webarenalite")
+    assert spec is not None and spec.submodule_search_locations, \
+        "browsergym-webarenalite is not installed: `make test` installs it (pip install --no-deps browsergym-webarenalite==0.14.3)"
+    return Path(list(spec.submodule_search_locations)[0]) / "test_webarena_lite.raw.json"
+
+
+def test_the_released_lite_test_file_loads_whole_and_its_fuzzy_page_checks_need_the_judge(tmp_path):
+    """All 165 tasks of the released file load, with every site configured; the four whose
+    program_html checks are fuzzy_match (WebArena ids 528, 641, 645, 657) need the judge, and
+    a task file whose fuzzy_match list is empty is refused by name."""
+    from webr1_kit.tasks.webarena.judge import needs_judge
+
+    sites = {**SITES4, "map": "http://map.test:3000", "wikipedia": "http://wiki.test:8888",
+             "homepage": "http://home.test:4399"}
+    path = released_lite_file()
+    tasks = load_tasks("webarena-lite", split="test", config=WebArenaConfig(sites=sites, split_file=str(path)))
+    assert len(tasks) == 165
+    fuzzy_pages = sorted(int(t.meta["webarena_id"]) for t in tasks
+                         if any("fuzzy_match" in item["required_contents"] for item in t.eval.get("program_html") or []))
+    assert fuzzy_pages == [528, 641, 645, 657]
+    by_id = {int(t.meta["webarena_id"]): t for t in tasks}
+    assert all(needs_judge(by_id[i]) for i in fuzzy_pages)
+    assert not any(needs_judge(t) for t in tasks if "fuzzy_match" not in json.dumps(t.eval))
+    record = next(r for r in json.loads(path.read_text()) if r["old_task_id"] == 528)
+    for item in record["eval"]["program_html"]:
+        item["required_contents"] = {"fuzzy_match": []}  # would pass whatever the page shows
+    bad = WebArenaConfig(sites=sites, split_file=str(write_json(tmp_path / "lite.json", [record])))
+    with pytest.raises(TaskSchemaError, match=r"required_contents.fuzzy_match' must be a non-empty list"):
+        load_tasks("webarena-lite", split="test", config=bad)
+
+
 def test_load_tasks_reads_paths_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SHOPPING_ADMIN", SITES4["shopping_admin"])
     monkeypatch.setenv("SHOPPING", SITES4["shopping"])

@@ -29,6 +29,9 @@ Departures from WebArena's code:
   (so "/f/books" also matched "/f/booksclub").
 - A task whose eval block cannot score anything (no reference answers, an unknown
   evaluator) raises EvaluationUnavailable instead of passing every answer.
+- A `program_html` check's `required_contents` with several kinds (exact_match,
+  must_include, fuzzy_match) must pass all of them; WebArena-Lite's evaluator reads
+  only the first kind it finds. The released files give each check one kind.
 """
 
 from __future__ import annotations
@@ -179,9 +182,13 @@ class Helpers(Protocol):
         """The content a `locator: "func:..."` check reads on `page`, the loaded check page."""
 
 
-async def program_html(task: Task, page: Any, context: Any, helpers: Helpers | None = None) -> dict[str, Any]:
+async def program_html(task: Task, page: Any, context: Any, helpers: Helpers | None = None,
+                       judge: Judge = text_judge) -> dict[str, Any]:
     """Run each `eval.program_html` check: read the locator on the agent's current page
-    ("last") or on a freshly loaded URL, and compare with `required_contents`.
+    ("last") or on a freshly loaded URL, and compare with `required_contents`:
+    `exact_match`, `must_include` (each needle, "a |OR| b" alternatives), or `fuzzy_match`
+    (WebArena-Lite's: `judge(intent, content, reference)` with the list joined by ", " as
+    one reference, as VisualAgentBench's evaluator asks its LLM judge).
 
     A locator that throws (the element is missing) reads as "" and the check fails, as in
     WebArena. Raises EvaluationUnavailable when a page cannot be loaded (network error,
@@ -213,6 +220,14 @@ async def program_html(task: Task, page: Any, context: Any, helpers: Helpers | N
                 if not _includes(needle, content):
                     return {"type": "program_html", "passed": False,
                             "reason": f"program_html[{i}]: page content lacks {needle!r}"}
+            if req.get("fuzzy_match"):
+                reference = ", ".join(req["fuzzy_match"])
+                verdict = judge(task.intent, content, reference)
+                if inspect.isawaitable(verdict):
+                    verdict = await verdict
+                if not verdict:
+                    return {"type": "program_html", "passed": False,
+                            "reason": f"program_html[{i}]: judge: {content[:120]!r} does not match {reference!r}"}
     finally:
         await reader.close()
     return {"type": "program_html", "passed": True, "reason": "all required contents found"}
@@ -323,7 +338,7 @@ async def evaluate(task: Task, answer: str | None, page: Any, context: Any, judg
         elif kind == "url_match":
             checks.append(url_match(task, page.url))
         elif kind == "program_html":
-            checks.append(await program_html(task, page, context, helpers))
+            checks.append(await program_html(task, page, context, helpers, judge))
         else:
             # Skipping it would let the remaining evaluators alone decide the reward.
             raise EvaluationUnavailable(f"task {task.task_id}: unknown evaluator {kind!r}")

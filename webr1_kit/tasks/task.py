@@ -194,21 +194,21 @@ def validate_eval(ev: dict[str, Any], name: str) -> None:
             if not isinstance(item.get("locator", ""), str):
                 raise TaskSchemaError(f"{name}: field '{where}.locator' must be a string, got {item.get('locator')!r}")
             req = item.get("required_contents")
-            if not isinstance(req, dict) or not req or set(req) - {"exact_match", "must_include"}:
+            if not isinstance(req, dict) or not req or set(req) - {"exact_match", "must_include", "fuzzy_match"}:
                 raise TaskSchemaError(
-                    f"{name}: field '{where}.required_contents' must be an object with exact_match or must_include, got {req!r}"
+                    f"{name}: field '{where}.required_contents' must be an object with exact_match, must_include or"
+                    f" fuzzy_match, got {req!r}"
                 )
             if "exact_match" in req and not isinstance(req["exact_match"], str):
                 raise TaskSchemaError(f"{name}: field '{where}.required_contents.exact_match' must be a string")
-            if "must_include" in req and not (
-                isinstance(req["must_include"], list) and req["must_include"]
-                and all(isinstance(v, str) and v.strip() for v in req["must_include"])
-            ):
-                # An empty list (or "") would pass whatever the page shows.
-                raise TaskSchemaError(
-                    f"{name}: field '{where}.required_contents.must_include' must be a non-empty list of"
-                    f" non-empty strings, got {req['must_include']!r}"
-                )
+            for key in ("must_include", "fuzzy_match"):
+                if key in req and not (isinstance(req[key], list) and req[key]
+                                       and all(isinstance(v, str) and v.strip() for v in req[key])):
+                    # An empty list (or "") would pass whatever the page shows.
+                    raise TaskSchemaError(
+                        f"{name}: field '{where}.required_contents.{key}' must be a non-empty list of"
+                        f" non-empty strings, got {req[key]!r}"
+                    )
             prep = item.get("prep_actions", [])
             if not (isinstance(prep, list) and all(isinstance(v, str) for v in prep)):
                 raise TaskSchemaError(f"{name}: field '{where}.prep_actions' must be a list of strings, got {prep!r}")

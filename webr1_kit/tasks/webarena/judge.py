@@ -130,6 +130,11 @@ def judge_for(task: Task, judge: OpenAIJudge | None):
 
 
 def needs_judge(task: Task) -> bool:
-    """Whether scoring this task may ask the LLM judge (it has fuzzy_match references)."""
+    """Whether scoring this task may ask the LLM judge: a fuzzy_match reference answer, or
+    a program_html check whose required contents are fuzzy_match (WebArena-Lite)."""
+    kinds = task.eval.get("eval_types") or []
     refs = task.eval.get("reference_answers") or {}
-    return "string_match" in (task.eval.get("eval_types") or []) and isinstance(refs, dict) and "fuzzy_match" in refs
+    if "string_match" in kinds and isinstance(refs, dict) and "fuzzy_match" in refs:
+        return True
+    items = (task.eval.get("program_html") or []) if "program_html" in kinds else []
+    return any(isinstance(item, dict) and "fuzzy_match" in (item.get("required_contents") or {}) for item in items)
