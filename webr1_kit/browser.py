@@ -458,10 +458,7 @@ class BrowserEnv:
         (an episode cut off by an infrastructure failure, or a start that failed, leaves the
         next one a fresh context), it left one healthy tab, and the context has served fewer
         than REUSE_LIMIT episodes."""
-        if not (getattr(suite, "reuse_tab", False) and self.context is not None and self.suite is suite
-                and self.done and len(self.pages) == 1 and not self._crashed and self._episodes_here < self.REUSE_LIMIT):
-            return False
-        if suite.origins(task) != self._prefixes or self.page.is_closed():
+        if not (self.suite is suite and self._parkable()) or suite.origins(task) != self._prefixes:
             return False
         browser = self.context.browser
         return browser.is_connected() if browser is not None else self.browser.connected

@@ -260,7 +260,8 @@ async def run_jobs(
     async def worker() -> None:
         nonlocal in_flight
         # An environment an earlier run on this browser left (its tab is reused), or a new one.
-        env = browser.unpark(config or browser.config) or BrowserEnv(browser, config or browser.config)
+        env_config = config or browser.config
+        env = browser.unpark(env_config) or BrowserEnv(browser, env_config)
         in_flight += 1
         if callable(tell):
             tell(in_flight)
