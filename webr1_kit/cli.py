@@ -29,7 +29,8 @@ from . import distributed
 
 
 def _tasks_list(args: argparse.Namespace) -> int:
-    tasks = _select_tasks(args)
+    # Listing needs no sites: WebArena tasks whose sites are not configured keep their placeholders.
+    tasks = _select_tasks(args, sites_required=False)
     if args.json:
         if args.suite == "miniwob":
             print(json.dumps([t.task_id.split("/", 1)[1] for t in tasks]))
@@ -73,12 +74,13 @@ def _make_policy(name: str, seed: int, args: argparse.Namespace | None = None) -
     return load_policy(name, lora=None, adapter=adapter, prompt=prompt, sampling=sampling, seed=seed)
 
 
-def _select_tasks(args: argparse.Namespace) -> list:
+def _select_tasks(args: argparse.Namespace, sites_required: bool = True) -> list:
     """The tasks named by --suite, --split, --tasks and --limit (a sample seeded by --seed)."""
     from .tasks import select_tasks
 
     wanted = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks else None
-    kwargs = _webarena_sources(args) if args.suite in WEBARENA_SUITES else {}
+    kwargs = ({**_webarena_sources(args), "sites_required": sites_required} if args.suite in WEBARENA_SUITES
+              else {})
     return select_tasks(args.suite, split=args.split or _default_split(args.suite), names=wanted, limit=args.limit,
                         seed=getattr(args, "seed", 0), **kwargs)
 
@@ -104,6 +106,21 @@ def _webarena_sources(args: argparse.Namespace) -> dict[str, Any]:
     """Where the WebArena config, task file and Lite split come from (None: environment/config file)."""
     return {"config_path": getattr(args, "webarena_config", None), "tasks_file": getattr(args, "tasks_file", None),
             "split_file": getattr(args, "split_file", None)}
+
+
+def _webarena_options(parser: argparse.ArgumentParser) -> None:
+    """--webarena-config, --tasks-file and --split-file (read by `_webarena_sources`)."""
+    wag = parser.add_argument_group("WebArena (--suite webarena / webarena-lite; see the README section 'Real WebArena')")
+    wag.add_argument("--webarena-config", metavar="FILE",
+                     help="YAML/JSON with sites, tasks, split_file, judge, ... (default: $WEBR1_WEBARENA_CONFIG; "
+                     "site URLs also from SHOPPING, SHOPPING_ADMIN, REDDIT, GITLAB, MAP, WIKIPEDIA, HOMEPAGE)")
+    wag.add_argument("--tasks-file", metavar="PATH",
+                     help="WebArena's config_files/test.raw.json or a folder of per-task N.json (default: "
+                     "$WEBR1_WEBARENA_TASKS, tasks: in the config, else the released file from libwebarena)")
+    wag.add_argument("--split-file", metavar="PATH",
+                     help="WebArena-Lite's split: its test_webarena_lite.raw.json, or {\"train\": [ids], \"test\": [ids]} "
+                     "(default: $WEBR1_WEBARENA_SPLIT, split_file: in the config, else the released file from "
+                     "browsergym-webarenalite)")
 
 
 def _env_config(args: argparse.Namespace) -> Any:
@@ -442,6 +459,27 @@ def _webarena_check(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def _install_webarena(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from .tasks.webarena.released import RELEASES, find, install_command
+
+    cmd = install_command(sys.executable, quiet=args.quiet)
+    if not args.quiet:
+        print(" ".join(cmd), file=sys.stderr)
+    if subprocess.run(cmd).returncode != 0:
+        print("webr1: pip could not install the released task files (see above)", file=sys.stderr)
+        return 1
+    for name, release in RELEASES.items():
+        found = find(name)
+        if found is None:
+            print(f"webr1: {release.package} installed, but {release.file} is not in it", file=sys.stderr)
+            return 1
+        if not args.quiet:
+            print(f"{name}: {found.describe()}")
+    return 0
+
+
 def _install_browser(args: argparse.Namespace) -> int:
     from .install import install_browser
 
@@ -495,6 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     tl = tsub.add_parser("list", help="list tasks", description="List the tasks of a suite or task file.",
                          parents=[_task_options("miniwob")])
     tl.add_argument("--json", action="store_true", help="print JSON (task names for miniwob, records otherwise)")
+    _webarena_options(tl)
     tl.set_defaults(func=_tasks_list)
 
     ev = sub.add_parser(
@@ -528,16 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", help="directory for trajectories.jsonl, metrics.json and config.json")
     ev.add_argument("--json", action="store_true", help="print one JSON object with the metrics")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
-    wag = ev.add_argument_group("WebArena (--suite webarena / webarena-lite; see the README section 'Real WebArena')")
-    wag.add_argument("--webarena-config", metavar="FILE",
-                     help="YAML/JSON with sites, tasks, split_file, judge, ... (default: $WEBR1_WEBARENA_CONFIG; "
-                     "site URLs also from SHOPPING, SHOPPING_ADMIN, REDDIT, GITLAB, MAP, WIKIPEDIA, HOMEPAGE)")
-    wag.add_argument("--tasks-file", metavar="PATH",
-                     help="WebArena's config_files/test.raw.json or a folder of per-task N.json (default: "
-                     "$WEBR1_WEBARENA_TASKS or tasks: in the config)")
-    wag.add_argument("--split-file", metavar="PATH",
-                     help="WebArena-Lite's split: its test_webarena_lite.raw.json, or {\"train\": [ids], \"test\": [ids]} "
-                     "(default: $WEBR1_WEBARENA_SPLIT or split_file: in the config)")
+    _webarena_options(ev)
     ev.set_defaults(func=_eval)
 
     demo = sub.add_parser(
@@ -689,6 +719,15 @@ def build_parser() -> argparse.ArgumentParser:
     wc.add_argument("--timeout", type=float, default=10.0, help="seconds per reachability request (default 10)")
     wc.add_argument("--json", action="store_true", help="print the rows as JSON")
     wc.set_defaults(func=_webarena_check)
+
+    iw = sub.add_parser("install-webarena", help="install the released WebArena and WebArena-Lite task files",
+                        description="pip-install the PyPI packages that publish WebArena's 812 tasks (libwebarena) "
+                        "and WebArena-Lite's 165 (browsergym-webarenalite), without their dependencies: the kit "
+                        "reads only the task files, and browsergym's dependencies would replace the kit's "
+                        "Playwright. Afterwards --suite webarena and webarena-lite need no --tasks-file or "
+                        "--split-file. The sites themselves are WebArena's Docker images (README, 'Real WebArena').")
+    iw.add_argument("--quiet", action="store_true", help="print nothing unless something fails")
+    iw.set_defaults(func=_install_webarena)
 
     ib = sub.add_parser("install-browser", help="find or install a Chromium the kit can drive",
                         description="Use an existing browser if there is one; otherwise try Playwright's own "

@@ -216,11 +216,18 @@ async def run_episodes(
     Returns every trajectory (in task order) and summary metrics. Pass `browser` to
     reuse a running Chromium; otherwise one is started and closed here. grouped: the
     episodes of a task share a page seed; samples_per_page: each of the `episodes` pages
-    is played that many times (see `episode_seeds`).
+    is played that many times (see `episode_seeds`). Tasks read from a released task file
+    (WebArena's) put it in the metrics as "task_files" (path, SHA-256, package, version): the
+    denominator of the success rate.
     """
-    return await run_jobs(policy, episode_seeds(tasks, episodes, seed, grouped, samples_per_page),
-                          concurrency=concurrency, max_turns=max_turns, config=config, browser=browser,
-                          retries=retries, progress=progress, max_invalid=max_invalid)
+    from .tasks.webarena.released import task_files
+
+    result = await run_jobs(policy, episode_seeds(tasks, episodes, seed, grouped, samples_per_page),
+                            concurrency=concurrency, max_turns=max_turns, config=config, browser=browser,
+                            retries=retries, progress=progress, max_invalid=max_invalid)
+    if files := task_files(tasks):
+        result.metrics["task_files"] = files
+    return result
 
 
 async def run_jobs(

@@ -6,10 +6,12 @@
     result = await wk.run_episodes(policy, test, concurrency=4)
     webarena.paper_table(result.trajectories)          # Reddit / GitLab / CMS / Map / OSS / Avg
 
-The kit does not ship WebArena's tasks, its sites, or WebArena-Lite's split; the user
-points it at them (config.py says how). Modules:
+The kit does not ship WebArena's sites; the user points it at them (config.py says how).
+The task files are WebArena's and WebArena-Lite's released ones, read from the packages that
+publish them (`webr1 install-webarena`) unless the user names others. Modules:
 
     config.py     site URLs, task files, accounts, judge: from a file and the environment
+    released.py   the released task files in their PyPI packages; provenance (version, SHA-256)
     taskfiles.py  WebArena's task files and Lite's split -> Task records, placeholders filled in
     auth.py       auto-login as data, saved storage state reused in every browser context
     judge.py      fuzzy_match through an OpenAI-compatible chat endpoint (urllib)
@@ -41,14 +43,16 @@ SUITE_NAMES = ("webarena", "webarena-lite")
 
 def tasks(suite: str = "webarena-lite", split: str | None = None, names: Iterable[str] | None = None,
           config: WebArenaConfig | None = None, config_path: str | None = None, tasks_file: str | None = None,
-          split_file: str | None = None) -> list[Task]:
+          split_file: str | None = None, sites_required: bool = True) -> list[Task]:
     """The tasks of "webarena" (all 812, no split) or "webarena-lite" (split "test", the
     default, "train" or "all"), with the configured site URLs filled in.
 
     config: a loaded configuration; otherwise it is read from `config_path`, the
-    environment and `tasks_file` / `split_file`. The configuration becomes the active one,
-    so the episodes of these tasks run against the same sites. Raises
-    WebArenaConfigError naming whatever is missing.
+    environment and `tasks_file` / `split_file`; a file none of these names is the released
+    one, from its installed package (`released.py`). The configuration becomes the active
+    one, so the episodes of these tasks run against the same sites. Raises
+    WebArenaConfigError naming whatever is missing. sites_required=False reads the tasks
+    without site URLs (placeholders kept: listable, not playable).
     """
     from .taskfiles import load
 
@@ -56,7 +60,7 @@ def tasks(suite: str = "webarena-lite", split: str | None = None, names: Iterabl
         raise ValueError(f"unknown WebArena suite {suite!r}; use one of {', '.join(SUITE_NAMES)}")
     if config is None:
         config = load_config(config_path, tasks=tasks_file, split_file=split_file)
-    selected = load(config, lite=suite == "webarena-lite", split=split, names=names)
+    selected = load(config, lite=suite == "webarena-lite", split=split, names=names, sites_required=sites_required)
     configure(config)
     return selected
 

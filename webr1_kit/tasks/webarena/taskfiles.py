@@ -35,11 +35,16 @@ _PLACEHOLDER_RE = re.compile("|".join(re.escape(p) for p in sorted(PLACEHOLDERS.
 _SITE_OF = {p: s for s, p in PLACEHOLDERS.items()}
 
 SPLIT_HELP = (
-    "WebArena-Lite's split is not bundled (this kit cannot download it). Supply it with --split-file, "
+    "WebArena-Lite's task file was not found. Install it with {install}, or name it with --split-file, "
     f"${SPLIT_ENV} or split_file in the config: either WebArena-Lite's own test file "
     "(VAB-WebArena-Lite/new/test_webarena_lite.raw.json in github.com/THUDM/VisualAgentBench, the "
     "165 tasks with their original ids in old_task_id; the 647 others are the training split, as in "
-    "WebRL and WebAgent-R1) or a JSON file {\"train\": [WebArena ids], \"test\": [WebArena ids]}"
+    "WebRL and WebAgent-R1) or a JSON file {{\"train\": [WebArena ids], \"test\": [WebArena ids]}}"
+)
+TASKS_HELP = (
+    "no WebArena task file: install the released one with {install}, or pass --tasks-file, set "
+    f"${TASKS_ENV} or tasks: in the config to WebArena's config_files/test.raw.json (or a folder of "
+    "per-task N.json files)"
 )
 
 
@@ -112,7 +117,7 @@ def webarena_id(record: dict[str, Any], where: str) -> str:
 
 
 def to_task(record: dict[str, Any], config: WebArenaConfig, where: str,
-            meta: dict[str, Any] | None = None) -> tuple[Task, list[str]]:
+            meta: dict[str, Any] | None = None, check_sites: bool = True) -> tuple[Task, list[str]]:
     """One WebArena record as a Task with the configured URLs; also the sites it needs that
     have no URL (their placeholders stay in the record until they are configured)."""
     wid = webarena_id(record, where)
@@ -138,7 +143,7 @@ def to_task(record: dict[str, Any], config: WebArenaConfig, where: str,
     out = {**rec, "task_id": f"webarena/{wid}", "suite": "webarena", "start_url": start, "meta": meta,
            "sites": needed, "allowed_origins": sorted({origin_of(u) for u in urls.values()})}
     task = Task.from_dict(out, where=where)
-    if not missing:
+    if not missing and check_sites:
         _check_on_sites(task, where)
     return task, missing
 
@@ -211,28 +216,37 @@ def _num(i: str) -> tuple[int, str]:
 # ---------------------------------------------------------------- the loader
 
 
-def load(config: WebArenaConfig, lite: bool, split: str | None = None, names: Iterable[str] | None = None) -> list[Task]:
+def load(config: WebArenaConfig, lite: bool, split: str | None = None, names: Iterable[str] | None = None,
+         sites_required: bool = True) -> list[Task]:
     """WebArena (lite=False: every task; split must be None or "all") or WebArena-Lite
     (split "test" (default), "train" or "all") tasks, in WebArena id order.
 
+    Files the config does not name are the released ones, from the installed packages
+    (`released.py`). Every task carries the files it was read from in meta["task_files"]
+    (path, SHA-256, package and version).
+
     names: keep only these ids ("27" or "webarena/27"). Raises WebArenaConfigError naming
     what is missing: the task file, the split file, or the sites the selected tasks need.
+    sites_required=False lists tasks without sites: URLs stay placeholders (__REDDIT__, ...),
+    so such tasks can be read but not played.
     """
-    if not config.sites:
+    from .released import describe_file, install_hint, with_released
+
+    if sites_required and not config.sites:
         raise WebArenaConfigError(f"no WebArena site is configured: {HOW_TO_CONFIGURE}")
     if not lite and split not in (None, "all"):
         raise WebArenaConfigError(f"WebArena has no {split!r} split; use --suite webarena-lite for its train/test split")
     split = split or ("test" if lite else "all")
     if split not in ("train", "test", "all"):
         raise WebArenaConfigError(f"WebArena-Lite split must be train, test or all; got {split!r}")
+    config = with_released(config, lite)
     if lite and not config.split_file:
-        raise WebArenaConfigError(SPLIT_HELP)
+        raise WebArenaConfigError(SPLIT_HELP.format(install=install_hint()))
     if not lite and not config.tasks:
-        raise WebArenaConfigError(
-            f"no WebArena task file: pass --tasks-file, set ${TASKS_ENV} or tasks: in the config to WebArena's "
-            "config_files/test.raw.json (or a folder of per-task N.json files)")
+        raise WebArenaConfigError(TASKS_HELP.format(install=install_hint()))
     records: dict[str, tuple[str, dict[str, Any]]] = {}
     ids: dict[str, list[str]] = {}
+    lite_ids: set[str] = set()
     if config.tasks:
         for where, r in read_raw(config.tasks):
             wid = webarena_id(r, where)
@@ -244,13 +258,15 @@ def load(config: WebArenaConfig, lite: bool, split: str | None = None, names: It
         ids, lite_records = read_split(config.split_file)
         for where, r in lite_records:  # Lite's verified eval blocks replace WebArena's
             records[webarena_id(r, where)] = (where, r)
+            lite_ids.add(webarena_id(r, where))
         if "test" not in ids and split in ("test", "all"):
             raise WebArenaConfigError(f"{config.split_file}: no \"test\" list")
         if "train" not in ids and split in ("train", "all"):
             if not config.tasks:
                 raise WebArenaConfigError(
                     "WebArena-Lite's training split is every WebArena task outside its test split, so it needs "
-                    f"WebArena's task file (config_files/test.raw.json): pass --tasks-file, set ${TASKS_ENV} or tasks: in the config")
+                    f"WebArena's task file (config_files/test.raw.json): install it with {install_hint()}, or pass "
+                    f"--tasks-file, set ${TASKS_ENV} or tasks: in the config")
             test = set(ids["test"])
             ids["train"] = sorted((w for w in records if w not in test), key=_num)
         wanted = ids["test"] + ids["train"] if split == "all" else ids[split]
@@ -270,14 +286,17 @@ def load(config: WebArenaConfig, lite: bool, split: str | None = None, names: It
         wanted = [w for w in wanted if w in keep]
     tasks, missing_by_site = [], {}
     test_ids = set(ids.get("test", []))
+    read = {p: describe_file(p).to_dict() for p in (config.tasks, config.split_file if lite else None) if p}
     for wid in sorted(wanted, key=_num):
         where, r = records[wid]
         extra = {"split": "test" if wid in test_ids else "train"} if lite else {}
-        task, missing = to_task(r, config, where, extra)
+        source = config.split_file if lite and wid in lite_ids else config.tasks
+        extra["task_files"] = [read[source]]
+        task, missing = to_task(r, config, where, extra, check_sites=sites_required)
         tasks.append(task)
         for s in missing:
             missing_by_site[s] = missing_by_site.get(s, 0) + 1
-    if missing_by_site:
+    if missing_by_site and sites_required:
         which = ", ".join(f"{s} ({ENV_NAMES[s]}; {n} task{'s' if n > 1 else ''})" for s, n in sorted(missing_by_site.items()))
         raise WebArenaConfigError(f"the selected tasks need WebArena site(s) that are not configured: {which}. "
                                   f"Configured: {', '.join(sorted(config.sites)) or 'none'} (from {config.source}); "
