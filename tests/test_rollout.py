@@ -53,8 +53,9 @@ async def test_seeds_fix_the_run_whatever_the_concurrency(browser):
 async def test_a_later_run_on_the_browser_starts_in_the_tabs_an_earlier_run_left(browser):
     """A run leaves its MiniWoB++ environments parked on the browser (`Browser.park`); the
     next run with the same config plays in their tabs and sees the pages a fresh context
-    shows for the same seeds. A run with another config, and arena episodes (a context
-    each), never take them; `close_idle` closes them."""
+    shows for the same seeds, and so does a run whose config differs only in what is read at
+    each step (observation, screenshots). A run whose tabs would be opened otherwise (another
+    viewport), and arena episodes (a context each), never take them; `close_idle` closes them."""
     from webr1_kit.config import EnvConfig
 
     tasks = load_tasks("miniwob", names=["click-checkboxes", "enter-text"])
@@ -67,6 +68,13 @@ async def test_a_later_run_on_the_browser_starts_in_the_tabs_an_earlier_run_left
     assert sum(e._episodes_here for e in parked) == 8
     assert [(t.seed, t.intent, [u.observation["content"] for u in t.turns]) for t in again.trajectories] == \
         [(t.seed, t.intent, [u.observation["content"] for u in t.turns]) for t in fresh.trajectories]
+    shown = await run_episodes(MiniWoBExpert(), tasks, episodes=2, concurrency=2, browser=browser, seed=11,
+                               config=EnvConfig(observation="axtree", screenshot=True))
+    assert {id(e) for e in browser._parked} == {id(e) for e in parked} and sum(e._episodes_here for e in parked) == 12
+    assert all(t.turns[0].observation.get("screenshot_png_b64") for t in shown.trajectories)  # the run's own config
+    assert [t.intent for t in shown.trajectories] == [t.intent for t in fresh.trajectories]
+    assert all(t.turns[0].observation["content"] != f.turns[0].observation["content"]
+               for t, f in zip(shown.trajectories, fresh.trajectories))  # the accessibility tree, not HTML
     other = await run_episodes(MiniWoBExpert(), tasks[:1], episodes=1, browser=browser, seed=11,
                                config=EnvConfig(viewport_width=800))
     assert other.metrics["success_rate"] == 1.0 and len(browser._parked) == 3  # its own environment, parked too

@@ -149,10 +149,16 @@ class Browser:
             await env.close()
 
     def unpark(self, config: EnvConfig) -> "BrowserEnv | None":
-        """A parked environment with exactly this config (the most recent), or None."""
+        """A parked environment whose tab was opened as `config` would open it (the same
+        `CONTEXT_FIELDS`: viewport and timeouts), the most recent, now observing and acting
+        as `config` says; or None. So a pipeline's evaluation (screenshots on) plays in the
+        tabs its training left, and so does a run that observes the accessibility tree."""
+        key = context_key(config)
         for i in range(len(self._parked) - 1, -1, -1):
-            if self._parked[i].config == config:
-                return self._parked.pop(i)
+            if context_key(self._parked[i].config) == key:
+                env = self._parked.pop(i)
+                env.config = config  # read afresh at every step: observation, screenshots, parsing, waits
+                return env
         return None
 
     async def start(self) -> "Browser":
@@ -297,6 +303,16 @@ def _prefix_pattern(prefixes: tuple[str, ...]) -> re.Pattern[str]:
         alts.append(re.escape(p))
         alts.append(re.escape(p[:-1]) + r"(?:[?#]|$)")
     return re.compile(r"^(?!(?:" + "|".join(alts + [r"about:blank", r"data:image/"]) + r"))")
+
+
+CONTEXT_FIELDS = ("viewport_width", "viewport_height", "action_timeout_ms", "navigation_timeout_ms")
+"""The EnvConfig fields a browser context is opened with (`Browser.new_context`); an
+environment reads every other field at each step, so a parked one can serve any config
+that agrees on these."""
+
+
+def context_key(config: EnvConfig) -> tuple:
+    return tuple(getattr(config, f) for f in CONTEXT_FIELDS)
 
 
 class BrowserEnv:
