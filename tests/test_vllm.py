@@ -35,10 +35,13 @@ def server(tmp_path_factory):
 
 def start_server(tmp, lora=True) -> VLLMServer:
     """A vLLM server for the embedded model, float32 on the CPU, with a small KV cache (the CPU
-    backend reserves it in RAM up front). Without LoRA, in eager mode: such a server would
-    otherwise compile the model first (minutes on 2 cores), which the test does not need."""
+    backend reserves it in RAM up front), its model worker in the engine's process
+    (VLLM_ENABLE_V1_MULTIPROCESSING=0: one process fewer to start, about 20 s here). Without
+    LoRA, in eager mode: such a server would otherwise compile the model first (minutes on 2
+    cores), which the test does not need."""
     return VLLMServer(str(embedded_path()), python=PYTHON, dtype="float32", lora=lora, log=tmp / "vllm.log",
-                      env={"VLLM_CPU_KVCACHE_SPACE": "2"}, enforce_eager=not lora).start()
+                      env={"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
+                      enforce_eager=not lora).start()
 
 
 def policy_on(url, tmp_path, temperature=0.7):
