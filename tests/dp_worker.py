@@ -3,6 +3,7 @@ tests/test_distributed.py runs it alone and under `accelerate launch`, and compa
 
     python tests/dp_worker.py grpo OUT          one M-GRPO update (two passes, KL on)
     python tests/dp_worker.py sft OUT STEPS     BC up to STEPS steps in OUT/run (resumes)
+    python tests/dp_worker.py cli ARGS...       the `webr1` command line ARGS (e.g. rl --config ...)
     python tests/dp_worker.py grpo OUT1 + sft OUT2 2 + ...    several jobs, one after another
 
 Every process writes OUT/rank-R.pt (its LoRA parameters afterwards); the main one also
@@ -66,6 +67,12 @@ def run(job: list[str]) -> None:
 
     from webr1_kit.models import embedded_path
 
+    if job[0] == "cli":  # as `python -m webr1_kit.cli ARGS` would run under the same launcher
+        from webr1_kit.cli import main as webr1
+
+        if webr1(job[1:]) != 0:
+            raise SystemExit(f"webr1 {' '.join(job[1:])} failed")
+        return
     warnings.filterwarnings("ignore", message="the generator's log-probabilities")  # made-up old log-probs
     mode, out = job[0], Path(job[1])
     out.mkdir(parents=True, exist_ok=True)

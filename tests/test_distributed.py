@@ -65,15 +65,39 @@ def test_one_process_is_the_default_and_needs_no_process_group(monkeypatch):
         distributed.size()
 
 
+def rl_config(tmp: Path) -> dict:
+    """`webr1 rl` on a tiny random model: one M-GRPO step of three MiniWoB++ tasks, groups of two."""
+    from test_training import save_tiny_model
+    from transformers import AutoTokenizer
+
+    from webr1_kit.models import embedded_path
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_path())
+    return {
+        "policy": {"model": str(save_tiny_model(tokenizer, tmp / "tiny")), "lora": {"r": 4, "alpha": 8}},
+        "prompt": {"max_prompt_tokens": 2048},
+        "sampling": {"max_new_tokens": 8, "temperature": 0.7},
+        # the random model fails: expert members give the update something to train on
+        "grpo": {"steps": 1, "tasks_per_step": 3, "group_size": 2, "max_turns": 1, "eval_every": 0, "concurrency": 4,
+                 "expert_if_unsolved": True},
+        "tasks": {"suite": "miniwob", "names": ["click-button", "focus-text", "click-link"]},
+    }
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    """The training jobs of the two tests below, run in two launches: one process, then two.
-    An M-GRPO update on each ("one", "two"); BC for two steps on one process ("straight");
-    BC for one step on one process, resumed for the second on two ("mixed")."""
+    """The training jobs of the tests below, in two launches: one process, then two (a launch
+    starts the interpreters, imports torch, transformers and peft, and sets up the process
+    group: paid once for all jobs). An M-GRPO update on each ("one", "two"); BC for two steps
+    on one process ("straight"); BC for one step on one process, resumed for the second on
+    two ("mixed"); `webr1 rl` on two processes ("rl-two", its output in rl-two.out)."""
     out = tmp_path_factory.mktemp("dp")
+    (out / "rl.json").write_text(json.dumps(rl_config(out)))
     launch([str(WORKER), "grpo", str(out / "one"), "+", "sft", str(out / "straight"), "2",
             "+", "sft", str(out / "mixed"), "1"], 1)
-    launch([str(WORKER), "grpo", str(out / "two"), "+", "sft", str(out / "mixed"), "2"], 2)
+    done = launch([str(WORKER), "grpo", str(out / "two"), "+", "sft", str(out / "mixed"), "2",
+                   "+", "cli", "rl", "--config", str(out / "rl.json"), "--quiet", "--out", str(out / "rl-two")], 2)
+    (out / "rl-two.out").write_text(done.stdout)
     return out
 
 
@@ -104,30 +128,15 @@ def test_behaviour_cloning_resumed_on_two_processes_continues_the_one_process_ru
 
 
 @pytest.mark.slow
-def test_webr1_rl_under_accelerate_plays_each_episode_once_and_writes_once(tmp_path):
-    from test_training import save_tiny_model
-    from transformers import AutoTokenizer
-
+def test_webr1_rl_under_accelerate_plays_each_episode_once_and_writes_once(trained):
     from webr1_kit.cli import main
-    from webr1_kit.models import embedded_path
 
-    tokenizer = AutoTokenizer.from_pretrained(embedded_path())
-    config = {
-        "policy": {"model": str(save_tiny_model(tokenizer, tmp_path / "tiny")), "lora": {"r": 4, "alpha": 8}},
-        "prompt": {"max_prompt_tokens": 2048},
-        "sampling": {"max_new_tokens": 8, "temperature": 0.7},
-        # the random model fails: expert members give the update something to train on
-        "grpo": {"steps": 1, "tasks_per_step": 3, "group_size": 2, "max_turns": 1, "eval_every": 0, "concurrency": 4,
-                 "expert_if_unsolved": True},
-        "tasks": {"suite": "miniwob", "names": ["click-button", "focus-text", "click-link"]},
-    }
-    (tmp_path / "rl.json").write_text(json.dumps(config))
+    tmp_path = trained
     rl = ["rl", "--config", str(tmp_path / "rl.json"), "--quiet"]
     # The one-process reference and the resume run in this process (`webr1 rl` is the same
-    # command either way); only the two-process run needs a launcher.
-    assert main(rl + ["--out", str(tmp_path / "one")]) == 0
-    done = launch(["webr1_kit.cli"] + rl + ["--out", str(tmp_path / "two")], 2, module=True)
-    assert done.stdout.count('"out"') == 1  # one process prints the result
+    # command either way); the two-process run was launched with the others (`trained`).
+    assert main(rl + ["--out", str(tmp_path / "rl-one")]) == 0
+    assert (tmp_path / "rl-two.out").read_text().count('"out"') == 1  # one process prints the result
 
     def episodes(run: str) -> list[tuple]:
         lines = (tmp_path / run / "trajectories" / "step-1.jsonl").read_text().splitlines()
@@ -135,14 +144,16 @@ def test_webr1_rl_under_accelerate_plays_each_episode_once_and_writes_once(tmp_p
                       for t in map(json.loads, lines))
 
     # The same jobs as one process, each played once, expert members included.
-    assert episodes("two") == episodes("one") and len(episodes("two")) == 6
-    row, = (json.loads(x) for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines())
+    assert episodes("rl-two") == episodes("rl-one") and len(episodes("rl-two")) == 6
+    row, = (json.loads(x) for x in (tmp_path / "rl-two" / "metrics.jsonl").read_text().splitlines())
     assert row["step"] == 1 and row["expert_members"] == 3 and row["tokens_trained"] > 0
-    assert (tmp_path / "two" / "checkpoints" / "step-1" / "state.json").is_file()
-    assert (tmp_path / "two" / "adapter" / "adapter_model.safetensors").is_file()
+    assert (tmp_path / "rl-two" / "checkpoints" / "step-1" / "state.json").is_file()
+    assert (tmp_path / "rl-two" / "adapter" / "adapter_model.safetensors").is_file()
     # A run started on two processes resumes on one.
+    config = json.loads((tmp_path / "rl.json").read_text())
     config["grpo"]["steps"] = 2
-    (tmp_path / "rl.json").write_text(json.dumps(config))
-    assert main(rl + ["--out", str(tmp_path / "two"), "--resume"]) == 0
-    rows = [json.loads(x) for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
+    (tmp_path / "rl-2.json").write_text(json.dumps(config))
+    assert main(["rl", "--config", str(tmp_path / "rl-2.json"), "--quiet", "--out", str(tmp_path / "rl-two"),
+                 "--resume"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "rl-two" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
