@@ -347,7 +347,9 @@ async def test_the_page_an_action_opens_is_observed_with_its_stylesheet(browser)
 async def test_max_starting_bounds_how_many_episodes_start_at_once(limit):
     from webr1_kit.browser import Browser
 
-    slow = PageServer(delay_s=2.0)  # long enough that starts overlap even on a busy machine
+    # Each start page takes 2 s and is held until `limit` are loading at once (at most 10 s):
+    # the starts overlap however slowly a busy machine opens the contexts.
+    slow = PageServer(delay_s=2.0, hold_until=limit)
     task = Task(task_id="slow", intent="x", start_url=slow.url + "/start.html",
                 eval={"eval_types": ["url_match"], "reference_url": slow.url + "/done"})
     try:
