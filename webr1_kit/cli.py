@@ -81,12 +81,16 @@ def _select_tasks(args: argparse.Namespace, sites_required: bool = True) -> list
     wanted = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks else None
     kwargs = ({**_webarena_sources(args), "sites_required": sites_required} if args.suite in WEBARENA_SUITES
               else {})
+    if getattr(args, "subset", None) is not None:
+        if args.suite != "webarena-verified":
+            raise ValueError(f"--subset is WebArena-Verified's (--suite webarena-verified --subset hard), not {args.suite}'s")
+        kwargs["subset"] = args.subset
     return select_tasks(args.suite, split=args.split or _default_split(args.suite), names=wanted, limit=args.limit,
                         seed=getattr(args, "seed", 0), **kwargs)
 
 
-def _task_options(suite: str, suites: str = "miniwob, arena, webarena, webarena-lite (your own WebArena sites), "
-                  "or a .json/.jsonl task file") -> argparse.ArgumentParser:
+def _task_options(suite: str, suites: str = "miniwob, arena, webarena, webarena-lite, webarena-verified (your own "
+                  "WebArena sites), or a .json/.jsonl task file") -> argparse.ArgumentParser:
     """--suite, --split, --tasks and --limit: how every command picks its tasks (one parent
     parser, read by `_select_tasks`, which calls `tasks.select_tasks`)."""
     p = argparse.ArgumentParser(add_help=False)
@@ -96,10 +100,11 @@ def _task_options(suite: str, suites: str = "miniwob, arena, webarena, webarena-
     p.add_argument("--tasks", default=None, help="comma-separated task names/ids, or arena template ids "
                    "(default: all of the suite/split)")
     p.add_argument("--limit", type=int, default=None, help="a sample of N of the selected tasks, seeded by --seed")
+    p.add_argument("--subset", default=None, help="webarena-verified: a subset of its tasks, e.g. hard (258)")
     return p
 
 
-WEBARENA_SUITES = ("webarena", "webarena-lite")
+WEBARENA_SUITES = ("webarena", "webarena-lite", "webarena-verified")
 
 
 def _webarena_sources(args: argparse.Namespace) -> dict[str, Any]:
@@ -167,9 +172,17 @@ def _eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--samples-per-page must be 1 or more, got {args.samples_per_page}")
     tasks = _select_tasks(args)
     cfg = _env_config(args)
+    left_out: list[dict[str, str]] = []
     if args.suite in WEBARENA_SUITES:
+        from .tasks.webarena import active_config
+        from .tasks.webarena.judge import scorable
         from .tasks.webarena.sitecheck import preflight
 
+        # refuses tasks that cannot be scored, naming them, unless --leave-out-unscorable
+        tasks, left_out = scorable(tasks, active_config(), leave_out=args.leave_out_unscorable)
+        if left_out:
+            print(f"webr1: leaving out {len(left_out)} task(s) that cannot be scored: "
+                  f"{', '.join(t['task_id'] for t in left_out)} ({left_out[0]['reason']})", file=sys.stderr)
         for warning in preflight(tasks):  # raises InfraError when a site the tasks need is down
             print(f"webr1: warning: {warning}", file=sys.stderr)
     policy = _make_policy(args.policy, args.seed, args)
@@ -179,7 +192,7 @@ def _eval(args: argparse.Namespace) -> int:
                           samples_per_page=args.samples_per_page))
     metrics = {"suite": args.suite, "split": args.split or _default_split(args.suite), "policy": args.policy,
                "seed": args.seed, "temperature": args.temperature, "samples_per_page": args.samples_per_page,
-               **result.metrics}
+               **result.metrics, **({"left_out": left_out} if left_out else {})}
     if args.suite in WEBARENA_SUITES:
         from .tasks.webarena import paper_table
 
@@ -568,6 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="print one JSON object with the metrics")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     _webarena_options(ev)
+    ev.add_argument("--leave-out-unscorable", action="store_true",
+                    help="WebArena: run without the tasks this configuration cannot score (fuzzy_match checks with no "
+                    "LLM judge configured), listing them in metrics.json as left_out; without it such tasks stop "
+                    "the run before it starts, named")
     ev.set_defaults(func=_eval)
 
     demo = sub.add_parser(
@@ -720,12 +737,13 @@ def build_parser() -> argparse.ArgumentParser:
     wc.add_argument("--json", action="store_true", help="print the rows as JSON")
     wc.set_defaults(func=_webarena_check)
 
-    iw = sub.add_parser("install-webarena", help="install the released WebArena and WebArena-Lite task files",
-                        description="pip-install the PyPI packages that publish WebArena's 812 tasks (libwebarena) "
-                        "and WebArena-Lite's 165 (browsergym-webarenalite), without their dependencies: the kit "
-                        "reads only the task files, and browsergym's dependencies would replace the kit's "
-                        "Playwright. Afterwards --suite webarena and webarena-lite need no --tasks-file or "
-                        "--split-file. The sites themselves are WebArena's Docker images (README, 'Real WebArena').")
+    iw = sub.add_parser("install-webarena", help="install the released WebArena task files (three benchmarks)",
+                        description="pip-install the PyPI packages that publish WebArena's 812 tasks (libwebarena), "
+                        "WebArena-Lite's 165 (browsergym-webarenalite) and WebArena-Verified's 812 with its 258 hard "
+                        "ones (webarena-verified), without their dependencies: the kit reads only the task files, "
+                        "and their dependencies would replace the kit's Playwright and pydantic. Afterwards --suite "
+                        "webarena, webarena-lite and webarena-verified need no --tasks-file or --split-file. The "
+                        "sites themselves are WebArena's Docker images (README, 'Real WebArena').")
     iw.add_argument("--quiet", action="store_true", help="print nothing unless something fails")
     iw.set_defaults(func=_install_webarena)
 

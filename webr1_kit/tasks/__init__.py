@@ -14,7 +14,7 @@ from pathlib import Path
 from .suite import Suite
 from .task import Task, TaskSchemaError, Verdict, load_task_file
 
-SUITES = ("miniwob", "arena", "webarena", "webarena-lite")
+SUITES = ("miniwob", "arena", "webarena", "webarena-lite", "webarena-verified")
 """Named suites `load_tasks` knows, besides task files."""
 
 _suites: dict[str, Suite] = {}
@@ -64,7 +64,7 @@ def load_tasks(source: str, names: list[str] | None = None, split: str | None = 
             wanted = set(names)
             tasks = [t for t in tasks if t.task_id in wanted or t.template in wanted]
         return tasks
-    if source in ("webarena", "webarena-lite"):
+    if source in ("webarena", "webarena-lite", "webarena-verified"):
         from . import webarena
 
         return webarena.tasks(source, split=split, names=names, **kwargs)

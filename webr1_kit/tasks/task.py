@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-EVAL_TYPES = ("string_match", "url_match", "program_html")
+EVAL_TYPES = ("string_match", "url_match", "program_html", "verified")
+VERIFIED_EVALUATORS = ("AgentResponseEvaluator", "NetworkEventEvaluator")
+"""WebArena-Verified's evaluators, as its task file names them (eval["verified"])."""
 STRING_MATCH_KEYS = ("exact_match", "must_include", "fuzzy_match")
 
 
@@ -177,6 +179,16 @@ def validate_eval(ev: dict[str, Any], name: str) -> None:
                 raise TaskSchemaError(
                     f"{name}: field 'eval.reference_answers.{key}' must not be empty or hold empty strings, got {value!r}"
                 )
+    if "verified" in types:
+        items = ev.get("verified")
+        if not isinstance(items, list) or not items:
+            raise TaskSchemaError(f"{name}: field 'eval.verified' must be a non-empty list of WebArena-Verified "
+                                  f"evaluators, got {items!r}")
+        for i, item in enumerate(items):
+            kind = item.get("evaluator") if isinstance(item, dict) else None
+            if kind not in VERIFIED_EVALUATORS or not isinstance(item.get("expected"), dict):
+                raise TaskSchemaError(f"{name}: field 'eval.verified[{i}]' must be an object with evaluator "
+                                      f"({' or '.join(VERIFIED_EVALUATORS)}) and expected (an object), got {item!r}")
     if "url_match" in types:
         ref_url = ev.get("reference_url")
         if not isinstance(ref_url, str) or not ref_url:

@@ -38,14 +38,15 @@ from .config import (
 )
 from .suite import PAPER_COLUMNS, WebArenaSuite, format_paper_table, paper_table
 
-SUITE_NAMES = ("webarena", "webarena-lite")
+SUITE_NAMES = ("webarena", "webarena-lite", "webarena-verified")
 
 
 def tasks(suite: str = "webarena-lite", split: str | None = None, names: Iterable[str] | None = None,
           config: WebArenaConfig | None = None, config_path: str | None = None, tasks_file: str | None = None,
-          split_file: str | None = None, sites_required: bool = True) -> list[Task]:
-    """The tasks of "webarena" (all 812, no split) or "webarena-lite" (split "test", the
-    default, "train" or "all"), with the configured site URLs filled in.
+          split_file: str | None = None, sites_required: bool = True, subset: str | None = None) -> list[Task]:
+    """The tasks of "webarena" (all 812, no split), "webarena-lite" (split "test", the
+    default, "train" or "all") or "webarena-verified" (all 812, or a `subset` such as
+    "hard": 258), with the configured site URLs filled in.
 
     config: a loaded configuration; otherwise it is read from `config_path`, the
     environment and `tasks_file` / `split_file`; a file none of these names is the released
@@ -58,6 +59,18 @@ def tasks(suite: str = "webarena-lite", split: str | None = None, names: Iterabl
 
     if suite not in SUITE_NAMES:
         raise ValueError(f"unknown WebArena suite {suite!r}; use one of {', '.join(SUITE_NAMES)}")
+    if subset is not None and suite != "webarena-verified":
+        raise ValueError(f"subset is WebArena-Verified's (e.g. subset='hard'); {suite} has none")
+    if suite == "webarena-verified":
+        from .verified import load as load_verified
+
+        if split not in (None, "all"):
+            raise WebArenaConfigError(f"WebArena-Verified has no {split!r} split; its subsets: --subset hard")
+        config = config or load_config(config_path)  # its task file: tasks_file, else the released one
+        selected = load_verified(config, subset=subset, names=names, tasks_file=tasks_file,
+                                 sites_required=sites_required)
+        configure(config)
+        return selected
     if config is None:
         config = load_config(config_path, tasks=tasks_file, split_file=split_file)
     selected = load(config, lite=suite == "webarena-lite", split=split, names=names, sites_required=sites_required)

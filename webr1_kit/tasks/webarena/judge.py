@@ -138,3 +138,37 @@ def needs_judge(task: Task) -> bool:
         return True
     items = (task.eval.get("program_html") or []) if "program_html" in kinds else []
     return any(isinstance(item, dict) and "fuzzy_match" in (item.get("required_contents") or {}) for item in items)
+
+
+def unscorable(tasks: list[Task], config: Any) -> dict[str, str]:
+    """The tasks `config` cannot score, each with the reason: those whose checks ask the LLM
+    judge when no judge is configured, and WebArena-Verified's (its evaluators are not in
+    the kit yet)."""
+    from ..evaluators import VERIFIED_NOT_YET
+
+    bad = {t.task_id: VERIFIED_NOT_YET for t in tasks if "verified" in (t.eval.get("eval_types") or [])}
+    if getattr(config, "judge", None) is None:
+        bad.update({t.task_id: "its fuzzy_match check needs the LLM judge, and none is configured"
+                    for t in tasks if needs_judge(t) and t.task_id not in bad})
+    return bad
+
+
+def scorable(tasks: list[Task], config: Any, leave_out: bool = False) -> tuple[list[Task], list[dict[str, str]]]:
+    """The tasks to run, and the ones left out ([{"task_id", "reason"}]). A task the
+    configuration cannot score never silently leaves the suite: unless `leave_out` is given,
+    any such task raises WebArenaConfigError naming every one and why; with it, they are left
+    out and returned, for the run to report."""
+    from .config import WebArenaConfigError
+
+    bad = unscorable(tasks, config)
+    if bad and not leave_out:
+        by_reason: dict[str, list[str]] = {}
+        for task_id, reason in bad.items():
+            by_reason.setdefault(reason, []).append(task_id)
+        parts = [f"{', '.join(ids[:12])}{' ...' if len(ids) > 12 else ''} ({len(ids)}): {reason}"
+                 + (f". {NO_JUDGE.split(': ', 1)[1].capitalize()}" if "LLM judge" in reason else "")
+                 for reason, ids in by_reason.items()]
+        raise WebArenaConfigError(
+            f"{len(bad)} of {len(tasks)} tasks cannot be scored: {'; '.join(parts)}. Pass --leave-out-unscorable "
+            "(leave_out=True) to run the others; the run then lists the tasks left out")
+    return [t for t in tasks if t.task_id not in bad], [{"task_id": i, "reason": r} for i, r in bad.items()]

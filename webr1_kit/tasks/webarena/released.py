@@ -7,12 +7,14 @@ WebArena's and WebArena-Lite's task files are published on PyPI under Apache-2.0
                                   to 0.0.5's; 0.0.4 is the version browsergym-webarenalite names)
     browsergym-webarenalite 0.14.3  browsergym/webarenalite/test_webarena_lite.raw.json  165 tasks
                                   (byte-identical to VisualAgentBench's VAB-WebArena-Lite file)
+    webarena-verified 1.2.3       webarena_verified/assets/dataset/webarena-verified.json  812 tasks
+                                  (+ subsets/webarena-verified-hard.json: 258 of their ids)
 
 When a user names no task file, the loader takes these. Only the files are read: the packages'
 code is never imported (`importlib.metadata` finds a file from the installed distribution's
 record), so they install without their dependencies (`webr1 install-webarena`, or
 `pip install --no-deps`): browsergym-webarenalite's dependencies pin Playwright 1.44, which
-would replace the kit's own.
+would replace the kit's own, and webarena-verified's pin pydantic 2.12.0.
 
 Each file found is described by a `TaskFile` (package, version, path, SHA-256), which the
 loaded tasks carry in `meta["task_file"]`, so a run can record the denominator of its
@@ -49,10 +51,33 @@ RELEASES: dict[str, Release] = {
     "webarena": Release("libwebarena", "webarena/test.raw.json", 812, "0.0.4"),
     "webarena-lite": Release("browsergym-webarenalite", "browsergym/webarenalite/test_webarena_lite.raw.json", 165,
                              "0.14.3"),
+    "webarena-verified": Release("webarena-verified", "webarena_verified/assets/dataset/webarena-verified.json", 812,
+                                 "1.2.3"),
 }
 """The task file each suite reads when the user names none: "webarena" (WebArena's 812
-tasks; also the source of WebArena-Lite's training split) and "webarena-lite" (Lite's 165
-test tasks, with their human-verified evaluators)."""
+tasks; also the source of WebArena-Lite's training split), "webarena-lite" (Lite's 165
+test tasks, with their human-verified evaluators) and "webarena-verified" (ServiceNow's
+revision of the 812, with deterministic evaluators; its subsets, e.g. the 258 "hard" tasks,
+are id lists beside it: `subset_file`)."""
+
+
+def subset_file(name: str) -> Path | None:
+    """WebArena-Verified's subset `name` ("hard" or its full name "webarena-verified-hard"):
+    the installed id-list file, or None."""
+    found = find("webarena-verified")
+    if found is None:
+        return None
+    folder = Path(found.path).parent / "subsets"
+    for stem in (name, f"webarena-verified-{name}"):
+        if (folder / f"{stem}.json").is_file():
+            return folder / f"{stem}.json"
+    return None
+
+
+def subset_names() -> list[str]:
+    found = find("webarena-verified")
+    folder = Path(found.path).parent / "subsets" if found else None
+    return sorted(p.stem.removeprefix("webarena-verified-") for p in folder.glob("*.json")) if folder else []
 
 
 @dataclass(frozen=True)

@@ -276,10 +276,9 @@ def format_table(rows: list[SiteStatus]) -> str:
 
 def preflight(tasks: list[Any], config: WebArenaConfig | None = None, timeout_s: float = TIMEOUT_S) -> list[str]:
     """Before running `tasks`: raise InfraError when a site they need is down; return
-    warnings (tasks that will not be evaluated for want of a judge, sites whose state
-    changed since the reset mark)."""
+    warnings (sites whose state changed since the reset mark). Tasks that cannot be scored
+    (no judge) are `judge.scorable`'s to refuse or leave out."""
     from .config import active_config
-    from .judge import needs_judge
 
     config = config or active_config()
     sites = sorted({s for t in tasks for s in t.sites})
@@ -292,11 +291,6 @@ def preflight(tasks: list[Any], config: WebArenaConfig | None = None, timeout_s:
         raise InfraError(f"WebArena site(s) needed by the selected tasks are down: {'; '.join(down)} "
                          "(webr1 webarena check shows every site)")
     warnings = []
-    if config.judge is None:
-        n = sum(1 for t in tasks if needs_judge(t))
-        if n:
-            warnings.append(f"{n} of {len(tasks)} tasks score answers with fuzzy_match and no LLM judge is configured: "
-                            "they will not run and count as not evaluated (set WEBR1_JUDGE_BASE_URL and WEBR1_JUDGE_MODEL)")
     for site, state in changed_sites(config, sites).items():
         if state == "no reset mark":
             warnings.append(f"{site}: no reset mark to compare its state with (run `webr1 webarena check --mark-reset` "

@@ -63,6 +63,10 @@ class WebArenaSuite(Suite):
         config, auth, llm, _ = self._parts()
         if llm is None and needs_judge(task):
             raise RuntimeError(f"not evaluated: {NO_JUDGE}")
+        if "verified" in (task.eval.get("eval_types") or []):
+            from ..evaluators import VERIFIED_NOT_YET
+
+            raise RuntimeError(f"not evaluated: {VERIFIED_NOT_YET}")
         missing = config.missing(task.sites)
         if missing:
             config.url(missing[0])  # raises, naming the site and its variable
