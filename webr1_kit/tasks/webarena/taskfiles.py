@@ -296,12 +296,20 @@ def load(config: WebArenaConfig, lite: bool, split: str | None = None, names: It
         tasks.append(task)
         for s in missing:
             missing_by_site[s] = missing_by_site.get(s, 0) + 1
-    if missing_by_site and sites_required:
-        which = ", ".join(f"{s} ({ENV_NAMES[s]}; {n} task{'s' if n > 1 else ''})" for s, n in sorted(missing_by_site.items()))
-        raise WebArenaConfigError(f"the selected tasks need WebArena site(s) that are not configured: {which}. "
-                                  f"Configured: {', '.join(sorted(config.sites)) or 'none'} (from {config.source}); "
-                                  "set the missing URLs, or pick tasks with --tasks")
+    if sites_required:
+        refuse_missing_sites(missing_by_site, config)
     return tasks
+
+
+def refuse_missing_sites(missing_by_site: dict[str, int], config: WebArenaConfig) -> None:
+    """Raise WebArenaConfigError naming each unconfigured site the selected tasks need, with
+    its variable and how many tasks need it (nothing when none is missing)."""
+    if not missing_by_site:
+        return
+    which = ", ".join(f"{s} ({ENV_NAMES[s]}; {n} task{'s' if n > 1 else ''})" for s, n in sorted(missing_by_site.items()))
+    raise WebArenaConfigError(f"the selected tasks need WebArena site(s) that are not configured: {which}. "
+                              f"Configured: {', '.join(sorted(config.sites)) or 'none'} (from {config.source}); "
+                              "set the missing URLs, or pick tasks with --tasks")
 
 
 def _warn_sizes(ids: dict[str, list[str]], path: str) -> None:

@@ -28,7 +28,7 @@ def load(config: WebArenaConfig, subset: str | None = None, names: Iterable[str]
     """WebArena-Verified's tasks (all, or the ids of `subset`, e.g. "hard"), from `tasks_file`
     or the released file of the installed `webarena-verified` package, in id order."""
     from .released import describe_file, find, install_hint, subset_file, subset_names
-    from .taskfiles import _num, read_raw, to_task
+    from .taskfiles import _num, read_raw, refuse_missing_sites, to_task
 
     if sites_required and not config.sites:
         raise WebArenaConfigError(f"no WebArena site is configured: {HOW_TO_CONFIGURE}")
@@ -72,9 +72,8 @@ def load(config: WebArenaConfig, subset: str | None = None, names: Iterable[str]
         tasks.append(Task.from_dict({**task.to_dict(), "task_id": f"webarena-verified/{wid}"}, where=where))
         for s in missing:
             missing_by_site[s] = missing_by_site.get(s, 0) + 1
-    if missing_by_site and sites_required:
-        raise WebArenaConfigError(f"the selected tasks need WebArena site(s) that are not configured: "
-                                  f"{', '.join(f'{s} ({n})' for s, n in sorted(missing_by_site.items()))}")
+    if sites_required:
+        refuse_missing_sites(missing_by_site, config)
     return tasks
 
 
