@@ -11,9 +11,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 VLLM_VENV ?= .venv-vllm
-# torch is pinned here only for the set-up command: 2.13.0 is a CPU build on the
-# project's CI machines (pip's local wheel). GPU users: `make TORCH=torch demo`, or
-# install your own torch into .venv first (an existing torch is kept).
+# torch is pinned here only for the set-up command: 2.13.0 is the version the suite is
+# tested with, a CPU build where pip finds a local CPU wheel of it. GPU users:
+# `make TORCH=torch demo`, or install your own torch into .venv first (an existing torch is kept).
 TORCH  ?= torch==2.13.0
 
 # The suite runs on two worker processes (pytest-xdist), longest tests first; the tests of a

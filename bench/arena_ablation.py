@@ -26,7 +26,7 @@ reads of them and LoRA dropout's masks: two processes gave byte-identical adapte
 check guards against a change of kit or config, not against chance.
 
 After the arms (or alone, with --table) it prints the Markdown table of the recorded arms that
-BENCHMARKS.md quotes: per arm, held-out success with its 95% interval, the paired comparison
+docs/experiments/arena-recipe-variants.md quotes: per arm, held-out success with its 95% interval, the paired comparison
 with BC on the same tasks (newly solved, newly failed, exact McNemar p), the share of M-GRPO's
 groups with a learning signal (any non-zero advantage, after expert members and step rewards),
 the policy's own success during training (its unaided episodes: no expert member, hint or

@@ -1,5 +1,5 @@
 """Summarise a learning-benchmark run (a `webr1 demo --config ...` run directory) as the
-Markdown tables BENCHMARKS.md quotes: held-out success of each stage with its 95% interval,
+Markdown tables docs/experiments/learning-benchmark.md quotes: held-out success of each stage with its 95% interval,
 the paired comparisons BC -> RL, the first-draw training success per step with its moving
 average, the groups drawn per training task (and how many had unequal rewards), and the
 wall time of each stage.

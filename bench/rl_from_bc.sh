@@ -2,7 +2,7 @@
 # M-GRPO continued from a BC adapter on the MiniWoB++ tasks where BC is neither 0% nor
 # 100%, with the BC and RL adapters evaluated on the same held-out page seeds (paired).
 # Needs the BC adapter of `webr1 demo --scale cpu --config bench/configs/miniwob-rl-cpu.json
-# --out runs/rl-miniwob` (runs/rl-miniwob/sft/adapter). Results are in BENCHMARKS.md.
+# --out runs/rl-miniwob` (runs/rl-miniwob/sft/adapter). Results are in docs/experiments/archive.md.
 #   [CFG=bench/configs/rl/<name>.json] bash bench/rl_from_bc.sh [OUT]   (default runs/rl-from-bc)
 set -euo pipefail
 out=${1:-runs/rl-from-bc}

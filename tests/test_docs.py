@@ -11,7 +11,7 @@ Fast checks: plain file reading and `ast`, no browser, no torch.
 - Policy protocol: every member the document's protocol table lists exists on `LLMPolicy`.
 - No "issue N" references in README.md, BENCHMARKS.md, docs/ or webr1_kit/ (the documents
   and code describe the kit, not its tracker).
-- Markdown links in README.md, BENCHMARKS.md and docs/*.md stay inside the repository: a
+- Markdown links in README.md, BENCHMARKS.md and docs/ (every .md under it) stay inside the repository: a
   relative target must resolve to an existing path under the repository root; an absolute
   path (`/...`) or a `file:` URL is refused; http(s) and mailto links are allowed.
 """
@@ -185,7 +185,7 @@ def _link_problem(source: Path, target: str) -> str | None:
 
 
 def _markdown_files() -> list[Path]:
-    return [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def test_markdown_links_stay_inside_the_repository():

@@ -128,7 +128,7 @@ async def test_pipeline_evaluates_on_other_tasks(tmp_path):
 
 def test_every_shipped_config_and_preset_reads_through_the_one_schema():
     """`webr1 demo`, `webr1 sft`, `webr1 rl` and the pipeline read one schema
-    (`pipeline.load_config`): every preset, and every config file BENCHMARKS.md cites, loads
+    (`pipeline.load_config`): every preset, and every config file BENCHMARKS.md and docs/experiments/ cite, loads
     through it (an unknown or retyped key would raise ConfigError). `webr1 rl` configs
     (bench/configs/rl/) load on the class defaults, as that command reads them."""
     from pathlib import Path

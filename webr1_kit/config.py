@@ -105,8 +105,8 @@ class EnvConfig:
     at once; the others wait their turn, and the wait does not count against
     navigation_timeout_ms. Page loads are CPU-bound: on a 2-core machine one MiniWoB++ start
     takes about 0.6 s alone, and 32 started together share the CPU so thinly that each takes
-    about 20 s, so all of them fail together as infrastructure failures (BENCHMARKS.md,
-    "Starting episodes"). None: twice the machine's CPU count."""
+    about 20 s, so all of them fail together as infrastructure failures
+    (docs/experiments/starting-episodes.md). None: twice the machine's CPU count."""
 
     wait_ms: int = 1000
     """How long the Wait action pauses."""

@@ -1,8 +1,8 @@
 """CPU speed work, in one place and applied explicitly.
 
-Two things make a 2-core CPU usable for training a 135M model (BENCHMARKS.md, "CPU
-arithmetic"): glibc's malloc policy, fixed so freed tensor memory goes back to the system
-(`fix_malloc_threshold`, `trim_memory`), and bfloat16 matrix products under autocast
+Two things make a 2-core CPU usable for training a 135M model
+(docs/experiments/cpu-arithmetic.md): glibc's malloc policy, fixed so freed tensor memory
+goes back to the system (`fix_malloc_threshold`, `trim_memory`), and bfloat16 matrix products under autocast
 where the CPU has native bfloat16, with float32 weights and a float32 output head
 (`native_bf16_cpu`, `autocast_dtype`, `float32_head`, `compute_context`). Nothing here
 runs at import: `models.load_model` fixes the malloc threshold and marks the model, the
@@ -53,7 +53,7 @@ def fix_malloc_threshold() -> None:
     way. Fixing the threshold turns the adjustment off; `trim_memory` (after every generation
     batch and optimizer step) hands the freed heap back. A 1 MiB threshold also bounded the
     memory but mmap-ed every activation, which put 28% of the CPU time in the kernel
-    (BENCHMARKS.md). `models.load_model` calls this before it loads any weights."""
+    (docs/experiments/cpu-arithmetic.md). `models.load_model` calls this before it loads any weights."""
     lib = _libc()
     if lib is not None:
         lib.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD = 32 MiB, fixed

@@ -48,7 +48,7 @@ Departures from the paper (read these before comparing numbers):
    turns). DAPO's per-step token mean ("token") removes that bias but makes every
    step's update the same size, however few informative groups it had; with Adam, a step
    learning from one group then moves the adapter as far as one learning from eight. In
-   the learning benchmark (BENCHMARKS.md), "token" drifted (KL to BC up to 0.21, up to
+   the learning benchmark (docs/experiments/learning-benchmark.md), "token" drifted (KL to BC up to 0.21, up to
    48% invalid actions late in the run) where "constant", from the same BC adapter and
    seeds, did not (KL at most 0.047, invalid actions at most 14%). "paper" and "token"
    remain as `loss_norm` options.

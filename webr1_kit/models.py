@@ -197,8 +197,8 @@ def load_model(cfg: PolicyConfig, seed: int = 0) -> tuple[Any, Any]:
         model.to(device)
     autocast = autocast_dtype(cfg, device, dtype)
     if autocast is not None:
-        # Measured on this project's 2-core CPU (AMX), with LoRA: prefill 2.4x and training
-        # 2.0x the float32 speed (BENCHMARKS.md, "CPU arithmetic"). The mark sits on the
+        # Measured on a 2-core CPU with AMX, with LoRA: prefill 2.4x and training
+        # 2.0x the float32 speed (docs/experiments/cpu-arithmetic.md). The mark sits on the
         # transformers model, which a peft wrapper keeps.
         model.webr1_autocast = autocast
         float32_head(model)

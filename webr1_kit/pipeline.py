@@ -15,7 +15,7 @@ Scales (`SCALES`):
   sized to finish in under 40 minutes on a 2-core CPU; MiniWoB++ pages fit in a few
   hundred tokens. The arena's pages make ~1.5k-token prompts: `bench/configs/arena-cpu.json` runs the recipe
   there at a reduced size (32 training tasks, 30 held-out ones) in about 80 minutes, and
-  the 135M model learns the action format but solves no task (BENCHMARKS.md).
+  the 135M model learns the action format but solves no task (docs/experiments/arena-recipe.md).
 - "gpu": Qwen2.5-3B-Instruct with LoRA on the arena (train split for demonstrations and
   RL, the held-out test split for evaluation). It needs the model in the Hugging Face
   cache or a local path (`{"policy": {"model": ...}}`), and a CUDA GPU.
@@ -47,7 +47,7 @@ MINIWOB_TASKS = ("use-spinner", "focus-text-2", "click-button", "click-link", "c
 which the behaviour-cloned 135M model succeeds sometimes but not always when sampled, so
 that M-GRPO's groups get unequal rewards to learn from within the demo's few steps. A task
 BC always or never solves gives every group equal rewards and no gradient. They are the
-training tasks on which the learning benchmark (24 tasks, BENCHMARKS.md) saw M-GRPO gain;
+training tasks on which the learning benchmark (24 tasks, docs/experiments/learning-benchmark.md) saw M-GRPO gain;
 that benchmark, not the demo, is the measure of the recipe."""
 
 _FLAT_FORMAT_TASKS = MINIWOB_TRAIN_TASKS[:5]

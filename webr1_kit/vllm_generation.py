@@ -26,7 +26,7 @@ Failures are the machine's, not the agent's: a server that is down, times out or
 something malformed raises `InfraError` for the episode, which the rollout retries.
 
 `server_command` gives the command that starts a suitable server (`webr1 serve-model`
-runs it); vLLM needs its own virtualenv (BENCHMARKS.md, "Scaling out", says why).
+runs it); vLLM needs its own virtualenv (it pins its own transformers: README.md, "Scaling out").
 
 Departures from the kit's generator: requests are not batched here (the server batches
 them); `lockstep` has no meaning (the server's batching is its own), so evaluation through a
