@@ -384,7 +384,8 @@ def test_browser_discovery_order_and_help(tmp_path, monkeypatch):
     monkeypatch.setenv("WEBR1_BROWSER", str(fake))
     assert find_browser(None, None) == str(fake)
     monkeypatch.delenv("WEBR1_BROWSER")
-    assert find_browser(None, str(fake)) == str(fake)  # then Playwright's own
+    assert find_browser(None, str(fake), headless=False) == str(fake)  # then Playwright's own (a headless run
+    # would take a headless shell first: the next test)
     with pytest.raises(BrowserNotFound, match="does not exist"):
         find_browser(str(tmp_path / "missing"))
     monkeypatch.setenv("PATH", str(tmp_path))  # no system browser on PATH
@@ -392,3 +393,30 @@ def test_browser_discovery_order_and_help(tmp_path, monkeypatch):
     with pytest.raises(BrowserNotFound) as info:
         find_browser(None, None)
     assert "playwright install chromium" in str(info.value) and "apt-get install chromium" in str(info.value)
+
+
+def test_headless_runs_prefer_a_headless_shell_and_headed_runs_the_full_browser(tmp_path, monkeypatch):
+    def executable(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+        return str(path)
+
+    monkeypatch.delenv("WEBR1_BROWSER", raising=False)
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    # Playwright's layout: a chromium-<revision> folder, its headless shell beside it
+    chrome = executable(tmp_path / "ms-playwright" / "chromium-1255" / "chrome-linux64" / "chrome")
+    assert find_browser(None, chrome) == chrome  # no shell installed: the full browser
+    shell = executable(tmp_path / "ms-playwright" / "chromium_headless_shell-1255" / "chrome-headless-shell-linux64"
+                       / "chrome-headless-shell")
+    assert find_browser(None, chrome) == shell
+    assert find_browser(None, chrome, headless=False) == chrome
+    # the system's: Debian's chromium and chromium-headless-shell packages
+    system = executable(bin_dir / "chromium")
+    assert find_browser(None, None) == system
+    system_shell = executable(bin_dir / "chromium-headless-shell")
+    assert find_browser(None, None) == system_shell
+    assert find_browser(None, None, headless=False) == system
+    assert find_browser(None, chrome) == shell  # Playwright's shell before the system's
+    assert find_browser(system, chrome) == system  # a configured browser always wins

@@ -56,7 +56,7 @@ class BrowserServer:
         if self.host not in LOOPBACK:
             warnings.warn(f"the browser server listens on {self.host}: anyone who can reach port {self.port or '(random)'} "
                           "there can drive a browser on this machine", stacklevel=2)
-        executable = find_browser(self.browser_path, _playwright_chromium_path())
+        executable = find_browser(self.browser_path, _playwright_chromium_path(), headless=self.headless)
         fd, name = tempfile.mkstemp(prefix="webr1-browser-server-", suffix=".json")
         self._config = Path(name)
         with os.fdopen(fd, "w") as f:
