@@ -482,8 +482,9 @@ class Pipeline:
 
             await self.demonstrations()
             demos = list(read_jsonl(self.out / "demos.jsonl"))
-        run = await train_grpo(policy, tasks, g, out=self.out / "rl", env_config=self.cfg.env, progress=self.progress,
-                               demos=demos, browser=self._browser())
+        held_out = run_tasks(self.cfg, "eval") if g.eval_every else None  # the periodic evaluation, as `webr1 rl`
+        run = await train_grpo(policy, tasks, g, eval_tasks=held_out, out=self.out / "rl", env_config=self.cfg.env,
+                               progress=self.progress, demos=demos, browser=self._browser())
         adapter = self.adapter("rl")
         policy.save_adapter(adapter)
         train = [m for m in run.metrics if m.get("phase") == "train"]
