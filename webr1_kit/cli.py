@@ -259,6 +259,30 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan(args: argparse.Namespace) -> int:
+    """Peak memory of a run's phases from its config, before any weights load."""
+    from .memory import card_memory, plan
+    from .pipeline import scale_config
+
+    overrides = _read_config(args.config) if args.config else {}
+    if args.model:
+        overrides.setdefault("policy", {})["model"] = args.model
+    cfg = scale_config(args.scale, overrides)
+    cards: dict[str, float] = {}
+    for spec in args.gpu or ["all"]:
+        cards.update(card_memory(spec))
+    result = plan(cfg, device=args.device)
+    if args.json:
+        print(json.dumps({"model": result.model, "device": result.device, "weight_dtype": result.weight_dtype,
+                          "quantization": result.quantization, "parts_bytes": result.parts,
+                          "phases_bytes": result.phases, "settings": result.settings,
+                          "cards": {c: {"gb": gb, "fits": result.fits(gb), "advice": result.advice(gb)}
+                                    for c, gb in cards.items()}}, indent=1))
+    else:
+        print(result.table(cards if result.device.startswith("cuda") else None))
+    return 0
+
+
 def _sites_serve(args: argparse.Namespace) -> int:
     """Run the arena's sites until interrupted (for people and external tools)."""
     import threading
@@ -611,6 +635,25 @@ def build_parser() -> argparse.ArgumentParser:
                       help="an evaluation not to run (repeatable; one of %(choices)s), e.g. eval-bc for an RL "
                       "variant whose BC policy was evaluated in the --bc-from run; the report lacks its rows")
     demo.set_defaults(func=_demo)
+
+    pl = sub.add_parser(
+        "plan", help="will it fit? peak memory of a run's phases, before any weights load (experimental)",
+        description="Estimate the peak memory of a run's BC step, M-GRPO update and rollout batch from the "
+        "model's config (built on the meta device: no weights, no download for the known architectures "
+        "qwen2.5-3b, qwen2.5-7b, llama-3.1-8b) and the run config (preset, then --config), and say whether "
+        "it fits common GPUs and which settings to change if not. The formulas are in webr1_kit/memory.py. "
+        "Experimental: the activation terms are not calibrated (on the CPU, measured peaks were 2.4-3.4 times "
+        "the plan's), so read the figures as a lower bound.")
+    pl.add_argument("--scale", choices=["cpu", "gpu", "smoke"], default="gpu", help="preset (default gpu)")
+    pl.add_argument("--config", help="YAML/JSON overriding preset fields, as for webr1 demo")
+    pl.add_argument("--model", help="plan for this model instead (a known architecture, a local folder or a "
+                    "cached Hub id), e.g. llama-3.1-8b")
+    pl.add_argument("--gpu", action="append", metavar="CARD", help="a card (T4, L4, A100-40GB, H100, ...), a size "
+                    "such as 24GB, or all (default; repeatable)")
+    pl.add_argument("--device", choices=["cuda", "cpu"], help="plan for this device (default: the config's; auto "
+                    "means cuda)")
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pl.set_defaults(func=_plan)
 
     sites = sub.add_parser("sites", help="the arena's bundled websites")
     ssub = sites.add_subparsers(dest="sites_command", metavar="ACTION")
