@@ -23,7 +23,7 @@ from webr1_kit.sft import train_sft
 from webr1_kit.training import make_optimizer, token_logprobs
 from webr1_kit.trajectory import Packed, TrajectoryGroup
 
-from test_training import demo, perturb_lora_b, rl_traj
+from test_training import demo, perturb_lora_b, rl_traj, sample_and_pack
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # bitsandbytes' and peft's notes on CPU 4-bit
 
@@ -62,17 +62,7 @@ def test_the_base_is_nf4_with_double_quantisation_and_only_the_adapter_trains(ql
 
 def test_recorded_log_probs_are_the_ones_training_recomputes(qlora):
     perturb_lora_b(qlora.model, 0.02)
-    tok = qlora.tokenizer
-    gen = qlora.generator
-    gen.cfg = SamplingConfig(temperature=0.7, max_new_tokens=8)
-    prompt = tok.encode("Click the button labelled Buy")
-    outs = gen.generate_batch([prompt, prompt[:-1]], [3, 4])
-    seqs = []
-    for p, o in zip([prompt, prompt[:-1]], outs):
-        seq = Packed()
-        seq.add(p, trained=False)
-        seq.add(o.ids, trained=True, logprobs=o.logprobs, turn=0)
-        seqs.append(seq)
+    _, outs, seqs = sample_and_pack(qlora, temperature=0.7)
     recorded = torch.tensor([lp for o in outs for lp in o.logprobs])
     with torch.no_grad():
         trained, _ = token_logprobs(qlora.model, seqs, temperature=0.7)

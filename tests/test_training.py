@@ -290,19 +290,28 @@ def test_kl_is_zero_while_the_adapter_is_zero(tokenizer):
     assert stats["kl_sum"] > 1e-6
 
 
-def test_logprobs_are_of_the_tempered_distribution_when_recorded_and_when_trained(tokenizer):
-    policy = make_policy(tokenizer)
-    perturb_lora_b(policy.model, 0.1)
+def sample_and_pack(policy, temperature=0.7):
+    """Two responses sampled at `temperature` (two prompts, two seeds) with the log-probs the
+    generator recorded, packed as training sequences: (prompts, outputs, sequences)."""
     gen = policy.generator
-    gen.cfg = SamplingConfig(temperature=0.7, max_new_tokens=8)
-    prompt = tokenizer.encode("Click the button labelled Buy")
-    outs = gen.generate_batch([prompt, prompt[:-1]], [3, 4])
+    gen.cfg = SamplingConfig(temperature=temperature, max_new_tokens=8)
+    prompt = policy.tokenizer.encode("Click the button labelled Buy")
+    prompts = [prompt, prompt[:-1]]
+    outs = gen.generate_batch(prompts, [3, 4])
     seqs = []
-    for p, o in zip([prompt, prompt[:-1]], outs):
+    for p, o in zip(prompts, outs):
         seq = Packed()
         seq.add(p, trained=False)
         seq.add(o.ids, trained=True, logprobs=o.logprobs, turn=0)
         seqs.append(seq)
+    return prompts, outs, seqs
+
+
+def test_logprobs_are_of_the_tempered_distribution_when_recorded_and_when_trained(tokenizer):
+    policy = make_policy(tokenizer)
+    perturb_lora_b(policy.model, 0.1)
+    prompts, outs, seqs = sample_and_pack(policy)
+    for p, o in zip(prompts, outs):
         with torch.no_grad():  # the definition: log_softmax(logits / T) at the sampled token
             lp = torch.log_softmax(policy.model(torch.tensor([p + o.ids])).logits.float() / 0.7, -1)[0]
         direct = [lp[len(p) - 1 + i, t].item() for i, t in enumerate(o.ids)]
