@@ -642,7 +642,7 @@ def build_parser() -> argparse.ArgumentParser:
         "model's config (built on the meta device: no weights, no download for the known architectures "
         "qwen2.5-3b, qwen2.5-7b, llama-3.1-8b) and the run config (preset, then --config), and say whether "
         "it fits common GPUs and which settings to change if not. The formulas are in webr1_kit/memory.py. "
-        "Experimental: the activation terms are not calibrated (on the CPU, measured peaks were 2.4-3.4 times "
+        "Experimental: the activation terms are not calibrated (on the CPU, measured peaks were 1.6-3.2 times "
         "the plan's), so read the figures as a lower bound.")
     pl.add_argument("--scale", choices=["cpu", "gpu", "smoke"], default="gpu", help="preset (default gpu)")
     pl.add_argument("--config", help="YAML/JSON overriding preset fields, as for webr1 demo")

@@ -31,11 +31,12 @@ run's three phases on its device:
 b is the compute dtype's bytes (2 for bfloat16/float16, also under the CPU's autocast; 4
 for float32). On CUDA a fixed 1 GiB is added for the CUDA context and allocator slack.
 
-These are estimates, and the activation terms are not calibrated yet: they depend on kernels
-(the attention implementation, norms computed in float32) that the plan does not see. On the
-CPU, `bench/bench_memory.py` measured the embedded model's training pass at 2.4 times the
-plan's peak (2,048 tokens) and 3.4 times with gradient checkpointing (4,096 tokens). On GPUs
-they are predictions until measured.
+These are estimates, and the activation terms are not calibrated yet. On a CPU without native
+bfloat16 (the kit then trains in float32), the tensors autograd saves in a training pass of the
+embedded model came to 10.6k float32 elements per token and layer, as `a` counts; but
+`bench/bench_memory.py` measured the pass's resident peak at 1.6 times the plan's (1,024 and
+2,048 tokens: backward transients and allocator retention are not modelled) and 3.2 times with
+gradient checkpointing (4,096 tokens). On GPUs they are predictions until measured.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from .cpu import native_bf16_cpu
 
 GiB = 1024**3
 CUDA_OVERHEAD = 1 * GiB
@@ -202,7 +205,8 @@ def plan(cfg: Any, device: str | None = None, trained_share: float = 0.25, model
     device = device or ("cuda" if pol.device == "auto" else pol.device)
     cuda = device.startswith("cuda")
     weight_dtype = pol.dtype if pol.dtype != "auto" else ("bfloat16" if cuda else "float32")
-    autocast = (not cuda and weight_dtype == "float32" and pol.quantization != "4bit" and pol.cpu_autocast != "off")
+    autocast = (not cuda and weight_dtype == "float32" and pol.quantization != "4bit"
+                and (pol.cpu_autocast == "bfloat16" or (pol.cpu_autocast == "auto" and native_bf16_cpu())))
     b = 2 if autocast else _bytes(weight_dtype)
     m = model_shape or shape(model_config(pol.model), pol.model)
     wb = _bytes(weight_dtype)
