@@ -133,10 +133,6 @@ def headless_shell(playwright_path: str | None = None) -> str | None:
     return None
 
 
-def is_headless_shell(path: str) -> bool:
-    return "headless" in Path(path).name and "shell" in Path(path).name
-
-
 class Browser:
     """The Chromium that many environments share, each in a context of its own: one local
     process, or the browser servers of `EnvConfig.browser_endpoints` (a pool: each new

@@ -64,11 +64,14 @@ def _apt_install(prefix: list[str], packages: list[str]) -> None:
 def add_headless_shell(found: str, allow_apt: bool = True, timeout: int = 600) -> str:
     """Complete a full Chromium with its headless shell where the kit can; return the browser
     headless runs will use (the shell, or `found` if none could be installed)."""
-    from .browser import headless_shell, is_headless_shell
+    from .browser import headless_shell
 
-    if is_headless_shell(found) or os.environ.get("WEBR1_BROWSER"):
-        return found  # a shell already, or the browser the user chose
+    if os.environ.get("WEBR1_BROWSER"):
+        return found  # the browser the user chose
     playwright_path = _playwright_chromium_path()
+    shell = headless_shell(playwright_path)
+    if shell:
+        return shell  # already there (find_browser chose it)
     if playwright_path and found == playwright_path:
         print("browser: adding Playwright's headless shell (`playwright install chromium-headless-shell`) ...", flush=True)
         try:
